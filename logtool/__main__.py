@@ -1,0 +1,3 @@
+from logtool.cli import main
+
+main()

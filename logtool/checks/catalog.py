@@ -1,0 +1,134 @@
+"""The finding catalog: the vocabulary of the whole tool, like a file-system checker's problem table.
+
+Every kind of problem has a stable code and name, a severity, a sentence a person understands and the
+remedy. Text, JSON, the Spark table and `verify --explain` all speak in these names. Codes never change
+meaning; a retired kind keeps its code reserved.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+
+class Severity(IntEnum):
+    INFO = 0  # a normal state worth knowing
+    WARNING = 1  # the broker copes, but something is wrong
+    ERROR = 2  # data is damaged or would be dropped
+
+    def __str__(self) -> str:
+        return self.name.lower()
+
+
+@dataclass(slots=True, frozen=True)
+class Kind:
+    code: str
+    name: str
+    severity: Severity
+    meaning: str
+    remedy: str
+
+
+@dataclass(slots=True, frozen=True)
+class Finding:
+    kind: Kind
+    message: str
+    file: str | None = None
+    position: int | None = None
+    offset: int | None = None
+
+    @property
+    def code(self) -> str:
+        return self.kind.code
+
+    @property
+    def name(self) -> str:
+        return self.kind.name
+
+    @property
+    def severity(self) -> Severity:
+        return self.kind.severity
+
+    def to_dict(self) -> dict:
+        return {"code": self.code, "name": self.name, "severity": str(self.severity), "file": self.file,
+                "position": self.position, "offset": self.offset, "message": self.message}
+
+
+E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+_TRUNCATES = "Kafka's recovery cuts the segment here, and deletes every later segment of the partition"
+_REPAIR = "Run `logtool truncate` to cut the segment as Kafka would, keeping the removed bytes in quarantine; " \
+          "use `logtool dump --salvage` first to rescue records that follow the damage."
+
+KINDS: tuple[Kind, ...] = (
+    # -- segment framing: each ends the valid prefix where Kafka's recovery would
+    Kind("LT101", "CRC_MISMATCH", E, f"A batch's stored checksum does not match its bytes: its data changed after it was written. {_TRUNCATES}.", _REPAIR),
+    Kind("LT102", "TORN_BATCH", E, f"The last batch declares more bytes than the file holds: a write was cut short (crash or full disk). {_TRUNCATES}.", _REPAIR),
+    Kind("LT103", "PREALLOCATED_TAIL", W, "The active segment ends in zero bytes, as a broker with log.preallocate=true or a crash mid-write leaves it. Kafka's recovery cuts the zeros; no record is lost.", "Nothing is lost; the broker trims it at its next start, or run `logtool truncate`."),
+    Kind("LT104", "ZERO_TAIL", E, f"A segment that is not the active one ends in zero bytes where batches should be. {_TRUNCATES}.", _REPAIR),
+    Kind("LT105", "SHORT_TAIL", E, f"A few bytes follow the last batch, too few to hold a batch header. {_TRUNCATES}.", _REPAIR),
+    Kind("LT106", "BAD_LENGTH", E, f"A batch length field is negative or smaller than any batch can be: the bytes here are not a batch. {_TRUNCATES}.", _REPAIR),
+    Kind("LT107", "GARBAGE", E, f"The bytes after the last good batch do not start a batch (unknown magic, length past the end of the file). {_TRUNCATES}.", _REPAIR),
+    Kind("LT108", "IMPOSSIBLE_LENGTH", E, f"A batch length field is so large that the batch would end past the 2 GiB limit of any segment. {_TRUNCATES}.", _REPAIR),
+    Kind("LT109", "BATCH_TOO_SMALL", E, f"A v2 batch is shorter than the 61-byte batch header. {_TRUNCATES}.", _REPAIR),
+    Kind("LT110", "BAD_TXN_MARKER", E, f"A producer's control batch does not hold a readable commit/abort marker; recovery replays producer state and fails on it. {_TRUNCATES}.", _REPAIR),
+    Kind("LT111", "OFFSET_NOT_INCREASING", E, "A batch's offsets do not follow the previous batch's: the offset field was damaged (the v2 checksum does not cover it), so Kafka's recovery does not notice and the log end offset can move backwards.", "Dump the surrounding batches with `logtool dump`; the damaged batch must be removed or re-produced by hand. Kafka will not fix it."),
+    Kind("LT112", "OFFSET_OVERFLOW", E, "A batch's offset does not fit the segment's 32-bit relative offsets; the broker would have to split the segment at load (KAFKA-6264).", "Let the broker split the segment at load, or move the batch to a segment of its own."),
+    Kind("LT113", "FIRST_OFFSET_BELOW_NAME", E, "The first batch of a segment has an offset below the base offset in the file name; index lookups and recovery will misbehave.", "Rename the segment and its indexes after its first offset, or rebuild them with `logtool index rebuild`."),
+    Kind("LT114", "FIRST_OFFSET_ABOVE_NAME", I, "The first batch starts after the offset in the file name, as compaction leaves it.", "Nothing to do."),
+    Kind("LT115", "UNKNOWN_MAGIC", E, "A batch carries a magic byte Kafka does not write (not 0, 1 or 2). Kafka's recovery still keeps it if its checksum matches; consumers cannot read it.", "Inspect with `logtool dump`; the batch was probably damaged before its checksum was computed."),
+    Kind("LT116", "UNKNOWN_CODEC", E, "A batch names a compression codec that does not exist (ids 5-7); consumers cannot read it.", "Inspect with `logtool dump`."),
+    Kind("LT117", "LATER_SEGMENTS_DROPPED", E, "Damage in a segment that is not the last one: Kafka's recovery (from a recovery point at or before it) would delete every later segment, good data included.", "Do not let the broker recover this blindly: rescue the later segments' records first (`logtool dump`), then repair with `logtool truncate`."),
+    Kind("LT118", "SEGMENT_TOO_LARGE", E, "The segment is 2 GiB or larger; Kafka refuses to load it.", "Split the segment or move it out of the log dir."),
+    Kind("LT119", "EMPTY_SEGMENT", I, "The segment holds no bytes, as right after a roll.", "Nothing to do."),
+    Kind("LT120", "LEGACY_WRAPPER_UNREADABLE", E, "A compressed v0/v1 wrapper message cannot be decompressed, so its inner messages and first offset are unknown. Kafka's recovery does not notice; consumers fail on it.", "Inspect with `logtool dump --salvage`."),
+    # -- records, checked with --deep
+    Kind("LT201", "RECORDS_UNREADABLE", E, "The records of a batch cannot be decoded (decompression or record framing failed), though its checksum matches.", "Consumers fail on this batch. Inspect with `logtool dump`; the producer wrote it damaged."),
+    Kind("LT202", "RECORD_COUNT_MISMATCH", E, "A batch holds a different number of records than its header says, or more than its offset range allows.", "Consumers fail on this batch. Inspect with `logtool dump`."),
+    Kind("LT203", "OFFSET_DELTA_INVALID", E, "Record offsets inside a batch do not increase, or pass the batch's last offset.", "Inspect with `logtool dump`."),
+    Kind("LT204", "TIMESTAMP_ABOVE_MAX", W, "A record's timestamp is above the batch's max timestamp, so time lookups can miss it.", "Rebuild time indexes with `logtool index rebuild`; re-produce the data if exact time search matters."),
+    Kind("LT205", "CONTROL_RECORD_INVALID", E, "A control batch holds a record that is not a valid control record.", "Inspect with `logtool dump`."),
+    Kind("LT206", "INNER_CRC_MISMATCH", E, "A message inside a compressed v0/v1 wrapper fails its own checksum.", "Inspect with `logtool dump`."),
+    # -- indexes
+    Kind("LT301", "INDEX_MISSING", W, "A segment has no .index file; the broker must rebuild it at load, and lookups scan the log until then.", "Run `logtool index rebuild --apply`, or let the broker rebuild it."),
+    Kind("LT302", "TIMEINDEX_MISSING", W, "A segment has no .timeindex; the broker recreates it empty (not rebuilt), so time lookups in it fail.", "Run `logtool index rebuild --apply`."),
+    Kind("LT303", "INDEX_CORRUPT", E, "An index file fails Kafka's own sanity check (a size that is not a whole number of entries, or a last entry below the base offset).", "Run `logtool index rebuild --apply`."),
+    Kind("LT304", "INDEX_NOT_INCREASING", E, "Index entries do not strictly increase; Kafka's binary search will give wrong answers.", "Run `logtool index rebuild --apply`."),
+    Kind("LT305", "INDEX_WRONG_POSITION", E, "An offset-index entry does not point at the start of a batch, or names an offset that batch does not hold: consumers fetching near it read from the wrong place. Kafka does not check this.", "Run `logtool index rebuild --apply`."),
+    Kind("LT306", "INDEX_BEYOND_LOG", W, "Index entries point past the valid end of the log.", "Run `logtool index rebuild --apply` (or `logtool truncate`, which rebuilds indexes)."),
+    Kind("LT307", "INDEX_PREALLOCATED", I, "The active segment's index is still at its preallocated size with zero slots at the end, as while a broker runs or after a crash.", "Nothing to do; the broker trims it at roll or shutdown."),
+    Kind("LT308", "INDEX_PREALLOCATED_CLOSED", W, "A closed segment's index still has preallocated zero slots; it was never trimmed.", "Run `logtool index rebuild --apply`."),
+    Kind("LT309", "TIMEINDEX_CORRUPT", E, "A time index fails Kafka's sanity check (size not a multiple of 12, last timestamp below the first, or last offset below the base).", "Run `logtool index rebuild --apply`."),
+    Kind("LT310", "TIMEINDEX_WRONG_ENTRY", E, "A time-index entry does not match the log: no batch ends at its offset, or the timestamp is not the largest seen up to it.", "Run `logtool index rebuild --apply`."),
+    Kind("LT311", "TXNINDEX_CORRUPT", E, "The transaction index has an unknown version or an aborted transaction ending below the segment's base offset; the broker recovers the segment at load.", "Run `logtool index rebuild --apply`."),
+    # -- the partition directory
+    Kind("LT401", "LEFTOVER_FILE", W, "A file left behind by an interrupted delete, clean or segment swap (.deleted, .cleaned, .swap). The broker finishes or discards it at load.", "Usually nothing: the broker deals with it. A .swap is applied at load: check it is whole first."),
+    Kind("LT402", "ORPHAN_INDEX", W, "An index file whose .log is missing; the broker deletes it at load.", "Find out where the .log went (was it deleted by hand?)."),
+    Kind("LT403", "PARTITION_METADATA_INVALID", E, "partition.metadata cannot be read; the broker fails to load the partition.", "Restore it from a replica (the topic id is the same on every replica)."),
+    Kind("LT404", "LEADER_EPOCH_INVALID", E, "leader-epoch-checkpoint cannot be read, or its epochs or start offsets do not increase.", "Restore it from a replica, or delete it to let the broker rebuild it from the log."),
+    Kind("LT405", "SEGMENT_OVERLAP", E, "A segment's base offset is not above the previous segment's last offset: two segments claim the same offsets.", "Find which copy is right with `logtool dump`, and move the other out of the log dir."),
+    Kind("LT406", "SEGMENT_GAP", I, "Offsets jump between one segment's last batch and the next segment, as compaction or retention leaves them.", "Nothing to do."),
+    Kind("LT407", "UNKNOWN_FILE", I, "A file the broker does not use lies in the directory.", "Nothing to do; it is ignored by the broker."),
+    Kind("LT408", "BAD_SEGMENT_NAME", E, "A file named like a segment file has a name the broker cannot parse; loading throws.", "Rename or remove the file."),
+    Kind("LT409", "PRODUCER_SNAPSHOT_INVALID", W, "A producer-state snapshot cannot be read; the broker rebuilds producer state from the log.", "Nothing urgent; the broker ignores it."),
+    # -- paths and log dirs
+    Kind("LT501", "NOT_KAFKA", E, "This path is not a Kafka log dir, partition dir or segment file.", "Check the path. A stray directory inside a log dir stops the broker from starting."),
+    Kind("LT502", "UNREADABLE", E, "A file or directory could not be read.", "Check permissions and the disk."),
+    Kind("LT503", "META_PROPERTIES_INVALID", E, "meta.properties cannot be read or lacks required fields.", "Restore it; it must name the same cluster.id and node id as before."),
+    Kind("LT504", "CHECKPOINT_INVALID", W, "An offset checkpoint file cannot be parsed; the broker resets what it records (recovery point 0: full recovery).", "Nothing is lost; expect a slow start. Remove the file if it keeps failing."),
+)
+
+BY_NAME = {k.name: k for k in KINDS}
+BY_CODE = {k.code: k for k in KINDS}
+
+
+def kind(name: str) -> Kind:
+    return BY_NAME[name]
+
+
+def lookup(code_or_name: str) -> Kind | None:
+    key = code_or_name.strip()
+    return BY_CODE.get(key.upper()) or BY_NAME.get(key.upper())
+
+
+def finding(name: str, message: str, file: str | None = None, position: int | None = None,
+            offset: int | None = None) -> Finding:
+    return Finding(BY_NAME[name], message, file, position, offset)

@@ -1,0 +1,191 @@
+"""Index checks: Kafka's load-time sanity checks, and every entry held against the log it indexes.
+
+The checks are lenses over the walker's batch stream: index entries and batches are both sorted by
+position (offset), so one merge pass checks every entry in O(1) memory.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from logtool.checks.catalog import Finding, finding
+from logtool.format.batch import BatchView
+from logtool.format.index import (OFFSET_ENTRY, TIME_ENTRY, aborted_txns, offset_index_sanity,
+                                  time_index_sanity, zero_tail_start)
+from logtool.store.segment import Walk, open_readonly
+
+MAX_REPORTED = 5  # per index and kind of problem: the first few, then a count
+
+
+class _Reporter:
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.findings: list[Finding] = []
+        self.counts: dict[str, int] = {}
+
+    def add(self, name: str, message: str, position: int | None = None, offset: int | None = None) -> None:
+        n = self.counts[name] = self.counts.get(name, 0) + 1
+        if n <= MAX_REPORTED:
+            self.findings.append(finding(name, message, self.file, position, offset))
+
+    def done(self) -> list[Finding]:
+        for name, n in self.counts.items():
+            if n > MAX_REPORTED:
+                self.findings.append(finding(name, f"... and {n - MAX_REPORTED} more entries like the above", self.file))
+        return self.findings
+
+
+def _load(path: Path, entry_size: int, base: int, active: bool, rep: _Reporter) -> tuple[memoryview, int] | None:
+    """The index bytes and the number of meaningful entries (a preallocated zero tail excluded)."""
+    try:
+        buf, size = open_readonly(path)
+    except OSError as e:
+        rep.add("UNREADABLE", f"cannot read {path.name}: {e.strerror or e}")
+        return None
+    data = memoryview(buf)
+    entries = size // entry_size
+    zero_at = zero_tail_start(data, entry_size)
+    if zero_at is not None:
+        entries = zero_at
+        rep.add("INDEX_PREALLOCATED" if active else "INDEX_PREALLOCATED_CLOSED",
+                f"{path.name}: {size // entry_size - zero_at} preallocated zero slots after {zero_at} entries")
+    return data, entries
+
+
+class OffsetIndexCheck:
+    """Each `.index` entry (O, P) must sit on a batch start P inside the valid prefix, with the batch before
+    P ending below O; that is what Kafka's lookup needs to land on the right batch. An entry's O may exceed
+    the last offset of the batch at P (follower and cleaner appends index whole chunks)."""
+
+    def __init__(self, path: Path, base: int, active: bool) -> None:
+        self.base = base
+        self.rep = _Reporter(path.name)
+        self.entries = iter(())
+        self.prev: tuple[int, int] | None = None
+        self.next: tuple[int, int] | None = None
+        self.prev_batch_last: int | None = None
+        loaded = _load(path, OFFSET_ENTRY.size, base, active, self.rep)
+        if loaded is None:
+            return
+        data, n = loaded
+        problem = offset_index_sanity(data, base)
+        if problem:
+            self.rep.add("INDEX_CORRUPT", f"{path.name} {problem}")
+        self.entries = OFFSET_ENTRY.iter_unpack(data[: n * OFFSET_ENTRY.size])
+        self._advance()
+
+    def _advance(self) -> None:
+        rel_pos = next(self.entries, None)
+        if rel_pos is None:
+            self.next = None
+            return
+        entry = (self.base + rel_pos[0], rel_pos[1])
+        if self.prev is not None and (entry[0] <= self.prev[0] or entry[1] <= self.prev[1]):
+            self.rep.add("INDEX_NOT_INCREASING", f"entry (offset {entry[0]}, position {entry[1]}) does not follow "
+                                                 f"(offset {self.prev[0]}, position {self.prev[1]})", entry[1], entry[0])
+        self.prev = entry
+        self.next = entry
+
+    def feed(self, view: BatchView) -> None:
+        while self.next is not None and self.next[1] <= view.position:
+            offset, pos = self.next
+            if pos < view.position:
+                self.rep.add("INDEX_WRONG_POSITION", f"entry for offset {offset} points at byte {pos}, "
+                                                     f"which is not the start of a batch", pos, offset)
+            elif self.prev_batch_last is not None and offset <= self.prev_batch_last:
+                self.rep.add("INDEX_WRONG_POSITION", f"entry for offset {offset} points at byte {pos}, but offset "
+                                                     f"{offset} is in an earlier batch", pos, offset)
+            elif offset < view.base_offset if view.base_offset is not None else False:
+                self.rep.add("INDEX_WRONG_POSITION", f"entry for offset {offset} points at a batch starting at "
+                                                     f"offset {view.base_offset}", pos, offset)
+            self._advance()
+        self.prev_batch_last = view.last_offset
+
+    def finish(self, walk: Walk, last_offset: int | None) -> list[Finding]:
+        beyond = 0
+        while self.next is not None:
+            offset, pos = self.next
+            if pos >= walk.valid_bytes:
+                beyond += 1
+            else:  # inside the prefix but after the last batch start: not a batch boundary
+                self.rep.add("INDEX_WRONG_POSITION", f"entry for offset {offset} points at byte {pos}, "
+                                                     f"which is not the start of a batch", pos, offset)
+            self._advance()
+        if beyond:
+            self.rep.add("INDEX_BEYOND_LOG", f"{beyond} entries point at or past byte {walk.valid_bytes}, "
+                                             f"the end of the valid log")
+        if self.prev is not None and last_offset is not None and self.prev[0] > last_offset and not beyond:
+            self.rep.add("INDEX_WRONG_POSITION", f"last entry names offset {self.prev[0]}, beyond the segment's "
+                                                 f"last offset {last_offset}", self.prev[1], self.prev[0])
+        return self.rep.done()
+
+
+class TimeIndexCheck:
+    """Each `.timeindex` entry (T, O): O is the last offset of a batch, and T the largest batch max
+    timestamp up to and including it. Timestamps strictly increase; offsets never decrease."""
+
+    def __init__(self, path: Path, base: int, active: bool) -> None:
+        self.rep = _Reporter(path.name)
+        self.base = base
+        self.entries = iter(())
+        self.next: tuple[int, int] | None = None
+        self.prev: tuple[int, int] | None = None
+        self.max_ts = -1
+        loaded = _load(path, TIME_ENTRY.size, base, active, self.rep)
+        if loaded is None:
+            return
+        data, n = loaded
+        problem = time_index_sanity(data, base)
+        if problem and not (active and zero_tail_start(data, TIME_ENTRY.size) is not None):
+            self.rep.add("TIMEINDEX_CORRUPT", f"{path.name} {problem}")
+        self.entries = TIME_ENTRY.iter_unpack(data[: n * TIME_ENTRY.size])
+        self._advance()
+
+    def _advance(self) -> None:
+        raw = next(self.entries, None)
+        if raw is None:
+            self.next = None
+            return
+        entry = (raw[0], self.base + raw[1])
+        if self.prev is not None and (entry[0] <= self.prev[0] or entry[1] < self.prev[1]):
+            self.rep.add("TIMEINDEX_WRONG_ENTRY", f"entry (timestamp {entry[0]}, offset {entry[1]}) does not follow "
+                                                  f"(timestamp {self.prev[0]}, offset {self.prev[1]})", None, entry[1])
+        self.prev = entry
+        self.next = entry
+
+    def feed(self, view: BatchView) -> None:
+        self.max_ts = max(self.max_ts, view.max_timestamp)
+        while self.next is not None and self.next[1] <= view.last_offset:
+            ts, offset = self.next
+            if offset != view.last_offset:
+                self.rep.add("TIMEINDEX_WRONG_ENTRY", f"entry names offset {offset}, which is not the last offset of a batch",
+                             view.position, offset)
+            elif ts != self.max_ts:
+                self.rep.add("TIMEINDEX_WRONG_ENTRY", f"entry for offset {offset} says timestamp {ts}, but the largest "
+                                                      f"timestamp up to that batch is {self.max_ts}", view.position, offset)
+            self._advance()
+
+    def finish(self, walk: Walk, last_offset: int | None) -> list[Finding]:
+        beyond = 0
+        while self.next is not None:
+            beyond += 1
+            self._advance()
+        if beyond:
+            self.rep.add("INDEX_BEYOND_LOG", f"{beyond} time-index entries name offsets past the valid log "
+                                             f"(last valid offset {last_offset})")
+        return self.rep.done()
+
+
+def check_txn_index(path: Path, base: int) -> list[Finding]:
+    rep = _Reporter(path.name)
+    try:
+        buf, _size = open_readonly(path)
+    except OSError as e:
+        rep.add("UNREADABLE", f"cannot read {path.name}: {e.strerror or e}")
+        return rep.done()
+    for txn in aborted_txns(buf):
+        if txn.version > 0:
+            rep.add("TXNINDEX_CORRUPT", f"unexpected aborted transaction version {txn.version}", None, txn.last_offset)
+        elif txn.last_offset < base:
+            rep.add("TXNINDEX_CORRUPT", f"aborted transaction of producer {txn.producer_id} ends at offset "
+                                        f"{txn.last_offset}, below the segment base {base}", None, txn.last_offset)
+    return rep.done()

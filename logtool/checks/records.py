@@ -1,0 +1,47 @@
+"""Deep checks (`--deep`): decode every record of a batch and hold it to what its header claims."""
+from __future__ import annotations
+
+from logtool.checks.catalog import Finding, finding
+from logtool.format.batch import BatchView
+from logtool.format.records import RecordError, iter_records, parse_control
+
+
+def check_records(buf, view: BatchView, file: str) -> tuple[int, list[Finding]]:
+    """(records decoded, findings) for one whole, valid batch."""
+    found: list[Finding] = []
+
+    def report(name: str, message: str) -> None:
+        found.append(finding(name, message, file, view.position, view.base_offset))
+
+    n = 0
+    prev_offset = None
+    try:
+        for rec in iter_records(buf, view):
+            n += 1
+            if prev_offset is not None and rec.offset <= prev_offset:
+                report("OFFSET_DELTA_INVALID", f"record offset {rec.offset} follows {prev_offset} inside the batch")
+            elif rec.offset > view.last_offset:
+                report("OFFSET_DELTA_INVALID", f"record offset {rec.offset} is beyond the batch's last offset {view.last_offset}")
+            prev_offset = rec.offset
+            if rec.legacy_valid is False:
+                report("INNER_CRC_MISMATCH", f"inner message at offset {rec.offset} fails its CRC")
+            if (view.timestamp_type == "CreateTime" and not view.has_delete_horizon
+                    and rec.timestamp > view.max_timestamp):
+                report("TIMESTAMP_ABOVE_MAX", f"record {rec.offset} has timestamp {rec.timestamp}, above the batch max {view.max_timestamp}")
+            if view.is_control:
+                parse_control(rec)
+    except RecordError as e:
+        if str(e).startswith("Incorrect declared batch size"):
+            name = "RECORD_COUNT_MISMATCH"
+        elif view.is_control:
+            name = "CONTROL_RECORD_INVALID"
+        else:
+            name = "LEGACY_WRAPPER_UNREADABLE" if view.is_legacy else "RECORDS_UNREADABLE"
+
+        report(name, str(e))
+        return n, found
+    if not view.is_legacy:
+        span = view.last_offset - view.base_offset + 1
+        if n > span:
+            report("RECORD_COUNT_MISMATCH", f"header says {view.count} records over {span} offsets; {n} decoded")
+    return n, found

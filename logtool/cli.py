@@ -1,0 +1,47 @@
+"""The `logtool` command group: global options and the mapping of errors to fsck exit codes."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from logtool import __version__
+from logtool.commands import scan, verify
+
+EXIT_OK, EXIT_PROBLEMS, EXIT_OPERATIONAL, EXIT_USAGE = 0, 4, 8, 16
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="logtool")
+def cli() -> None:
+    """Forensics and repair for Apache Kafka log directories, offline.
+
+    Exit codes follow fsck: 0 clean, 1 problems repaired, 4 problems remain,
+    8 operational error, 16 usage error.
+    """
+
+
+cli.add_command(scan.command)
+cli.add_command(verify.command)
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        rc = cli.main(args=argv, prog_name="logtool", standalone_mode=False)
+    except click.exceptions.NoArgsIsHelp as e:  # pragma: no cover - depends on click version
+        click.echo(e.ctx.get_help() if e.ctx else str(e))
+        rc = EXIT_OK
+    except click.UsageError as e:
+        e.show()
+        rc = EXIT_USAGE
+    except click.Abort:
+        click.echo("Aborted.", err=True)
+        rc = EXIT_OPERATIONAL
+    except click.ClickException as e:
+        e.show()
+        rc = EXIT_OPERATIONAL
+    except BrokenPipeError:
+        # The reader went away (`logtool dump | head`): leave quietly, as Unix tools do.
+        sys.stderr.close()
+        rc = EXIT_OK
+    sys.exit(rc if isinstance(rc, int) else EXIT_OK)

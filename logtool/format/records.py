@@ -1,0 +1,227 @@
+"""Records inside a batch (FORMAT.md §2.6-§2.7, §3): v2 records, control records, legacy inner messages.
+
+Parsers raise `RecordError` at the first malformed byte, with Kafka's wording where Kafka has one.
+"""
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from logtool.format.batch import LOG_OVERHEAD, V2_HEADER_SIZE, BatchView, legacy_value, sequence_at
+from logtool.format.codecs import CodecError, decompress
+from logtool.format.crc import crc32
+from logtool.format.varint import VarintError, read_varint, read_varlong
+
+CONTROL_TYPES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER", 4: "SNAPSHOT_FOOTER",
+                 5: "KRAFT_VERSION", 6: "KRAFT_VOTERS"}
+
+_CONTROL_KEY = struct.Struct(">hh")
+_TXN_MARKER = struct.Struct(">hi")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+
+
+class RecordError(Exception):
+    """Records of a batch cannot be read the way Kafka would read them."""
+
+
+@dataclass(slots=True, frozen=True)
+class Header:
+    key: bytes
+    value: bytes | None
+
+
+@dataclass(slots=True, frozen=True)
+class Record:
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[Header, ...] = ()
+    sequence: int = -1
+    legacy_crc: int | None = None  # legacy messages carry their own CRC
+    legacy_valid: bool | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class ControlRecord:
+    type_id: int
+    version: int
+    coordinator_epoch: int | None  # only for ABORT/COMMIT
+
+    @property
+    def type_name(self) -> str:
+        return CONTROL_TYPES.get(self.type_id, "UNKNOWN")
+
+
+def batch_payload(buf, view: BatchView, limit: int | None = None) -> bytes | memoryview:
+    """The uncompressed record bytes of a v2 batch (or a legacy wrapper's inner message set)."""
+    if view.is_legacy:
+        value = legacy_value(buf, view)
+        if value is None:
+            raise RecordError(f"Found invalid compressed record set with null value (magic = {view.magic})")
+        data = value
+    else:
+        data = memoryview(buf)[view.position + V2_HEADER_SIZE : view.position + view.size]
+    if view.codec == 0:
+        return data
+    try:
+        return decompress(view.codec, data, view.magic, **({"limit": limit} if limit else {}))
+    except CodecError as e:
+        raise RecordError(f"Failed to decompress record stream: {e}") from None
+
+
+def iter_records(buf, view: BatchView) -> Iterator[Record]:
+    """Every record of a whole, valid batch, with absolute offsets and Kafka's reported timestamps."""
+    if view.is_legacy:
+        yield from _iter_legacy(buf, view)
+    else:
+        yield from _iter_v2(batch_payload(buf, view), view)
+
+
+def _iter_v2(data, view: BatchView) -> Iterator[Record]:
+    count = view.count or 0
+    if count < 0:
+        raise RecordError(f"Found invalid record count {count} in magic v2 batch")
+    base = view.base_offset
+    append_time = view.max_timestamp if view.attributes & 0x08 else None
+    end = len(data)
+    pos = 0
+    for _ in range(count):
+        if pos >= end:
+            raise RecordError("Incorrect declared batch size, premature EOF reached")
+        try:
+            length, pos = read_varint(data, pos, end)
+            body_end = pos + length
+            if length < 0 or body_end > end:
+                raise RecordError(f"Invalid record size: expected {length} bytes in record payload, "
+                                  f"but instead the buffer has only {end - pos} remaining bytes.")
+            pos += 1  # attributes, unused
+            ts_delta, pos = read_varlong(data, pos, body_end)
+            offset_delta, pos = read_varint(data, pos, body_end)
+            key, pos = _read_bytes(data, pos, body_end)
+            value, pos = _read_bytes(data, pos, body_end)
+            n_headers, pos = read_varint(data, pos, body_end)
+            if n_headers < 0:
+                raise RecordError(f"Found invalid number of record headers {n_headers}")
+            if n_headers > body_end - pos:
+                raise RecordError(f"Found invalid number of record headers. {n_headers} is larger than the remaining size of the buffer")
+            headers = []
+            for _h in range(n_headers):
+                hkey, pos = _read_bytes(data, pos, body_end)
+                if hkey is None:
+                    raise RecordError("Invalid negative header key size")
+                hval, pos = _read_bytes(data, pos, body_end)
+                headers.append(Header(hkey, hval))
+        except VarintError:
+            raise RecordError("Found invalid record structure") from None
+        if pos != body_end:
+            raise RecordError(f"Invalid record size: expected to read {length} bytes in record payload, but instead read {length - (body_end - pos)}")
+        yield Record(offset=base + offset_delta,
+                     timestamp=append_time if append_time is not None else view.first_timestamp + ts_delta,
+                     key=key, value=value, headers=tuple(headers),
+                     sequence=sequence_at(view.base_sequence, offset_delta))
+    if pos < end:
+        raise RecordError("Incorrect declared batch size, records still remaining in file")
+
+
+def _read_bytes(data, pos: int, end: int) -> tuple[bytes | None, int]:
+    n, pos = read_varint(data, pos, end)
+    if n < 0:
+        return None, pos
+    if pos + n > end:
+        raise RecordError("Found invalid record structure")
+    return bytes(data[pos : pos + n]), pos + n
+
+
+def parse_control(record: Record) -> ControlRecord:
+    """The control key (and, for transaction markers, value) of a record in a control batch."""
+    key = record.key or b""
+    if len(key) < 4:
+        raise RecordError(f"Invalid value size found for end control record key. Must have at least 4 bytes, but found only {len(key)}")
+    version, type_id = _CONTROL_KEY.unpack_from(key)
+    if version < 0:
+        raise RecordError(f"Invalid version found for control record: {version}. May indicate data corruption")
+    coordinator_epoch = None
+    if type_id in (0, 1):
+        value = record.value or b""
+        if len(value) < 6:
+            raise RecordError(f"Invalid value size found for end transaction marker. Must have at least 6 bytes, but found only {len(value)}")
+        _v, coordinator_epoch = _TXN_MARKER.unpack_from(value)
+    return ControlRecord(type_id, version, coordinator_epoch)
+
+
+def _iter_legacy(buf, view: BatchView) -> Iterator[Record]:
+    if view.codec == 0:
+        yield _legacy_message(buf, view.position, view.size, view.last_offset, None)
+        return
+    inner = batch_payload(buf, view)
+    entries = list(_legacy_entries(inner))
+    if not entries:
+        raise RecordError("Found invalid compressed record set with no inner records")
+    base = 0
+    if view.magic == 1:
+        last_relative = entries[-1][0]
+        if view.last_offset != 0 and view.last_offset < last_relative:
+            raise RecordError(f"Found invalid wrapper offset in compressed v1 message set, wrapper offset '{view.last_offset}' "
+                              f"is less than the last inner message offset '{last_relative}' and it is not zero.")
+        base = view.last_offset - last_relative if view.last_offset else 0
+    wrapper_time = view.max_timestamp if view.magic == 1 and view.attributes & 0x08 else None
+    for offset, pos, size in entries:
+        rec = _legacy_message(inner, pos, size, base + offset, wrapper_time)
+        if _legacy_codec(inner, pos):
+            raise RecordError("Inner messages must not be compressed")
+        yield rec
+
+
+def first_legacy_offset(buf, view: BatchView) -> int:
+    """First inner offset of a compressed legacy wrapper (what Kafka reports as its base offset)."""
+    return next(iter(_iter_legacy(buf, view))).offset
+
+
+def _legacy_entries(data) -> Iterator[tuple[int, int, int]]:
+    pos, end = 0, len(data)
+    while pos < end:
+        if end - pos < LOG_OVERHEAD:
+            raise RecordError("truncated inner message header")
+        offset, length = _I64.unpack_from(data, pos)[0], _I32.unpack_from(data, pos + 8)[0]
+        if length < 14 or pos + LOG_OVERHEAD + length > end:
+            raise RecordError(f"inner message of size {length} does not fit the wrapper")
+        yield offset, pos, LOG_OVERHEAD + length
+        pos += LOG_OVERHEAD + length
+
+
+def _legacy_codec(data, pos: int) -> int:
+    return data[pos + 17] & 0x07
+
+
+def _legacy_message(data, pos: int, size: int, offset: int, wrapper_time: int | None) -> Record:
+    magic, attributes = data[pos + 16], data[pos + 17]
+    crc_stored = _I32.unpack_from(data, pos + 12)[0] & 0xFFFFFFFF
+    end = pos + size
+    at = pos + 18
+    timestamp = -1
+    if magic == 1:
+        if at + 8 > end:
+            raise RecordError("legacy v1 message too short for its timestamp")
+        timestamp = _I64.unpack_from(data, at)[0]
+        at += 8
+    if wrapper_time is not None:
+        timestamp = wrapper_time
+    key, at = _legacy_bytes(data, at, end)
+    value, at = _legacy_bytes(data, at, end)
+    return Record(offset=offset, timestamp=timestamp, key=key, value=value,
+                  legacy_crc=crc_stored, legacy_valid=crc_stored == crc32(memoryview(data)[pos + 16 : end]))
+
+
+def _legacy_bytes(data, at: int, end: int) -> tuple[bytes | None, int]:
+    if at + 4 > end:
+        raise RecordError("legacy message ends inside a length field")
+    n = _I32.unpack_from(data, at)[0]
+    at += 4
+    if n < 0:
+        return None, at
+    if at + n > end:
+        raise RecordError(f"legacy message field of {n} bytes runs past the message")
+    return bytes(data[at : at + n]), at + n

@@ -1,0 +1,94 @@
+"""Text output for people (rich): finding lists, inventory tables, summaries."""
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from logtool.checks.catalog import Finding, Kind, Severity
+from logtool.checks.run import Report
+
+_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "dim"}
+
+
+def console() -> Console:
+    return Console(highlight=False, soft_wrap=True)
+
+
+def finding_line(f: Finding) -> str:
+    where = f.file or ""
+    if f.position is not None:
+        where += f"@{f.position}"
+    at = f" offset {f.offset}" if f.offset is not None else ""
+    return (f"  [{_STYLE[f.severity]}]{str(f.severity):7}[/] {f.code} {f.name:<26} "
+            f"{escape(where)}{at}: {escape(f.message)}")
+
+
+def render_verify(report: Report, show_info: bool) -> None:
+    out = console()
+    for d in report.log_dirs:
+        meta = ", ".join(f"{k}={v}" for k, v in d.meta.items() if k in ("cluster.id", "node.id", "broker.id"))
+        out.print(f"[bold]log dir[/] {escape(d.path)}" + (f" ({escape(meta)})" if meta else ""))
+        for f in d.findings:
+            if show_info or f.severity > Severity.INFO:
+                out.print(finding_line(f))
+    for f in report.findings:
+        out.print(finding_line(f))
+    for p in report.partitions:
+        shown = [f for f in p.all_findings() if show_info or f.severity > Severity.INFO]
+        status = "[green]clean[/]" if p.status == "clean" else "[bold red]damaged[/]"
+        segs = p.segments
+        valid = sum(s.valid_bytes for s in segs)
+        size = sum(s.size for s in segs)
+        rng = ""
+        firsts = [s.first_offset for s in segs if s.first_offset is not None]
+        lasts = [s.last_offset for s in segs if s.last_offset is not None]
+        if firsts:
+            rng = f" offsets {min(firsts)}..{max(lasts)}"
+        out.print(f"{status} {escape(p.path)}: {len(segs)} segment(s), {sum(s.batches for s in segs)} batches,"
+                  f" {valid}/{size} bytes valid{rng}")
+        for f in shown:
+            out.print(finding_line(f))
+    s = report.summary()
+    out.print(f"[bold]{s['partitions']} partition(s), {s['segments']} segment(s), {s['bytes']} bytes, "
+              f"{s['batches']} batches: {s['errors']} error(s), {s['warnings']} warning(s), {s['infos']} info[/]")
+
+
+def render_kind(k: Kind) -> None:
+    out = console()
+    out.print(f"[bold]{k.code} {k.name}[/] ({k.severity})")
+    out.print(f"  Meaning: {escape(k.meaning)}")
+    out.print(f"  Remedy:  {escape(k.remedy)}")
+
+
+def render_inventory(report: Report) -> None:
+    out = console()
+    for d in report.log_dirs:
+        out.print(f"[bold]log dir[/] {escape(d.path)}")
+        for k, v in sorted(d.meta.items()):
+            out.print(f"  {escape(k)} = {escape(v)}")
+        for name, n in sorted(d.checkpoints.items()):
+            out.print(f"  {name}: {n} entries")
+        if d.clean_shutdown_marker:
+            out.print("  .kafka_cleanshutdown present (the broker will skip recovery)")
+    table = Table(show_lines=False)
+    for col in ("partition", "status", "segments", "bytes", "offsets", "timestamps", "magic", "codecs", "indexes", "other files"):
+        table.add_column(col)
+    for p in report.partitions:
+        segs = p.segments
+        firsts = [s.first_offset for s in segs if s.first_offset is not None]
+        lasts = [s.last_offset for s in segs if s.last_offset is not None]
+        ts_first = [s.first_timestamp for s in segs if s.first_timestamp is not None]
+        ts_max = [s.max_timestamp for s in segs if s.max_timestamp is not None]
+        idx = sum(1 for s in segs for v in s.indexes.values() if v is not None)
+        name = f"{p.topic}-{p.partition}" if p.topic is not None else p.path
+        table.add_row(
+            escape(name), "clean" if p.status == "clean" else "[red]damaged[/]", str(len(segs)),
+            str(sum(s.size for s in segs)),
+            f"{min(firsts)}..{max(lasts)}" if firsts else "-",
+            f"{min(ts_first)}..{max(ts_max)}" if ts_first else "-",
+            ",".join(str(m) for m in sorted({m for s in segs for m in s.magic})) or "-",
+            ",".join(sorted({c for s in segs for c in s.codecs})) or "-",
+            f"{idx} files", escape(", ".join(sorted(p.files)) if len(p.files) <= 4 else f"{len(p.files)} files"),
+        )
+    out.print(table)

@@ -1,0 +1,58 @@
+"""Partition: a partition directory's files, its segments in offset order, and what else lies there."""
+from __future__ import annotations
+
+import bisect
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from logtool.store.layout import FileKind, FileName, PartitionName, classify_file, parse_partition_dir
+from logtool.store.segment import Segment
+
+
+@dataclass(slots=True)
+class Partition:
+    path: Path
+    name: PartitionName | None
+    segments: list[Segment]
+    files: dict[str, FileName] = field(default_factory=dict)  # every file in the directory by name
+    single_file: bool = False  # the user named one .log file, not the directory
+
+    @property
+    def topic(self) -> str | None:
+        return self.name.topic if self.name else None
+
+    @property
+    def number(self) -> int | None:
+        return self.name.partition if self.name else None
+
+    @classmethod
+    def from_dir(cls, path: Path) -> "Partition":
+        """Read the directory listing. Raises OSError when it cannot be listed."""
+        files = {n: classify_file(n) for n in sorted(os.listdir(path)) if not (path / n).is_dir()}
+        segments = sorted(
+            (Segment(path / n, f.base_offset) for n, f in files.items() if f.kind == FileKind.LOG),
+            key=lambda s: s.base_offset,
+        )
+        return cls(path, parse_partition_dir(path.resolve().name), segments, files)
+
+    @classmethod
+    def from_segment_file(cls, log_path: Path) -> "Partition":
+        name = classify_file(log_path.name)
+        directory = log_path.parent
+        files = {n: classify_file(n) for n in sorted(os.listdir(directory))
+                 if n.startswith(log_path.stem + ".")}
+        return cls(directory, parse_partition_dir(directory.resolve().name),
+                   [Segment(log_path, name.base_offset or 0)], files, single_file=True)
+
+    def files_of(self, kind: FileKind) -> list[str]:
+        return [n for n, f in self.files.items() if f.kind == kind]
+
+    def floor_segment(self, offset: int) -> int | None:
+        """Index of the segment with the greatest base offset not above `offset` (Kafka's floorSegment)."""
+        i = bisect.bisect_right([s.base_offset for s in self.segments], offset) - 1
+        return i if i >= 0 else None
+
+    def close(self) -> None:
+        for s in self.segments:
+            s.close()

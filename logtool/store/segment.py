@@ -1,0 +1,129 @@
+"""Segment: the walker. The single place that decides where each batch starts, whether it is whole and
+valid, and where the valid prefix of a `.log` file ends, exactly as Kafka's `LogSegment.recover` would.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from logtool.format.batch import BatchView, FrameStop, read_entry
+from logtool.format.records import RecordError, first_legacy_offset, iter_records, parse_control
+
+
+def open_readonly(path: Path) -> tuple[object, int]:
+    """A read-only buffer over a file (an mmap, or b"" when empty) and its size. Raises OSError."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        if size == 0:
+            return b"", 0
+        return mmap.mmap(fd, size, access=mmap.ACCESS_READ), size
+    finally:
+        os.close(fd)
+
+
+@dataclass(slots=True)
+class Walk:
+    """The outcome of a walk, filled in as it goes: `valid_bytes` ends the valid prefix; `stop` says why
+    it ended before the file did (None when the file is whole)."""
+
+    size: int
+    valid_bytes: int = 0
+    batches: int = 0
+    stop: FrameStop | None = None
+    stop_view: BatchView | None = None  # the batch that failed validation, when there was one
+
+
+@dataclass(slots=True)
+class Segment:
+    log_path: Path
+    base_offset: int
+    _buf: object = field(default=None, repr=False)
+    _size: int = 0
+
+    def open(self) -> "Segment":
+        if self._buf is None:
+            self._buf, self._size = open_readonly(self.log_path)
+        return self
+
+    def close(self) -> None:
+        if isinstance(self._buf, mmap.mmap):
+            self._buf.close()
+        self._buf = None
+
+    def __enter__(self) -> "Segment":
+        return self.open()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def buf(self):
+        return self.open()._buf
+
+    @property
+    def size(self) -> int:
+        self.open()
+        return self._size
+
+    def path_with(self, suffix: str) -> Path:
+        return self.log_path.with_suffix(suffix)
+
+    def walk(self, result: Walk | None = None, start: int = 0) -> Iterator[BatchView]:
+        """Yield each whole, valid batch of the valid prefix in file order; record the outcome in `result`.
+
+        Validity is Kafka's recovery rule: framing (§1.1), size and CRC (`ensureValid`), and a readable
+        end-transaction marker in producer control batches. Nothing else moves the end of the prefix.
+        """
+        buf, end = self.buf, self.size
+        walk = result if result is not None else Walk(end)
+        walk.size = end
+        pos = start
+        while True:
+            entry = read_entry(buf, pos, end)
+            if entry is None:
+                break
+            if isinstance(entry, FrameStop):
+                walk.stop = entry
+                break
+            if not entry.is_valid:
+                walk.stop = FrameStop(pos, "CRC_MISMATCH",
+                                      f"Record is corrupt (stored crc = {entry.crc_stored}, computed crc = {entry.crc_computed})")
+                walk.stop_view = entry
+                break
+            if entry.is_legacy and entry.base_offset is None:
+                entry = _with_legacy_base(buf, entry)
+            elif entry.is_control and entry.producer_id >= 0:
+                reason = _marker_problem(buf, entry)
+                if reason:
+                    walk.stop = FrameStop(pos, "BAD_TXN_MARKER", reason)
+                    walk.stop_view = entry
+                    break
+            pos += entry.size
+            walk.valid_bytes = pos
+            walk.batches += 1
+            yield entry
+
+
+def _with_legacy_base(buf, view: BatchView) -> BatchView:
+    """A compressed legacy wrapper knows only its last offset; Kafka reports the first inner one as base."""
+    try:
+        return replace(view, base_offset=first_legacy_offset(buf, view))
+    except (RecordError, StopIteration):
+        return view  # stays None: the deep checks report why the wrapper cannot be read
+
+
+def _marker_problem(buf, view: BatchView) -> str | None:
+    """Recovery replays producer state, which decodes the first record of a producer's control batch."""
+    try:
+        first = next(iter_records(buf, view), None)
+        if first is not None:
+            marker = parse_control(first)
+            if marker.type_id not in (0, 1):
+                return f"Invalid control record type for end transaction marker: {marker.type_id}"
+    except RecordError as e:
+        return str(e)
+    return None
