@@ -28,9 +28,6 @@ cli.add_command(verify.command)
 def main(argv: list[str] | None = None) -> None:
     try:
         rc = cli.main(args=argv, prog_name="logtool", standalone_mode=False)
-    except click.exceptions.NoArgsIsHelp as e:  # pragma: no cover - depends on click version
-        click.echo(e.ctx.get_help() if e.ctx else str(e))
-        rc = EXIT_OK
     except click.UsageError as e:
         e.show()
         rc = EXIT_USAGE

@@ -120,8 +120,9 @@ class OffsetIndexCheck:
 
 
 class TimeIndexCheck:
-    """Each `.timeindex` entry (T, O): O is the last offset of a batch, and T the largest batch max
-    timestamp up to and including it. Timestamps strictly increase; offsets never decrease."""
+    """Each `.timeindex` entry (T, O): O lies in a batch (recovery and brokers since 3.7 store the batch's
+    last offset, older brokers the offset of the record holding the max timestamp), and T is the largest
+    batch max timestamp up to and including that batch. Timestamps strictly increase; offsets never decrease."""
 
     def __init__(self, path: Path, base: int, active: bool) -> None:
         self.rep = _Reporter(path.name)
@@ -156,8 +157,9 @@ class TimeIndexCheck:
         self.max_ts = max(self.max_ts, view.max_timestamp)
         while self.next is not None and self.next[1] <= view.last_offset:
             ts, offset = self.next
-            if offset != view.last_offset:
-                self.rep.add("TIMEINDEX_WRONG_ENTRY", f"entry names offset {offset}, which is not the last offset of a batch",
+            first = view.base_offset if view.base_offset is not None else view.last_offset
+            if offset < first:
+                self.rep.add("TIMEINDEX_WRONG_ENTRY", f"entry names offset {offset}, which is in no batch",
                              view.position, offset)
             elif ts != self.max_ts:
                 self.rep.add("TIMEINDEX_WRONG_ENTRY", f"entry for offset {offset} says timestamp {ts}, but the largest "

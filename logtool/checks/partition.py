@@ -45,7 +45,8 @@ class PartitionReport:
 
 
 def check_partition(part: Partition, deep: bool) -> PartitionReport:
-    rep = PartitionReport(str(part.path), part.topic, part.number, part.name.kind if part.name else None)
+    shown = part.segments[0].log_path if part.single_file else part.path
+    rep = PartitionReport(str(shown), part.topic, part.number, part.name.kind if part.name else None)
     last = len(part.segments) - 1
     for i, seg in enumerate(part.segments):
         try:

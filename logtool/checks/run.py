@@ -67,6 +67,8 @@ def plan(paths: list[Path], report: Report) -> list[Target]:
             elif kind == PathKind.SEGMENT_FILE:
                 targets.append(Target(path, single_file=True))
             else:
+                # Nothing here can be checked: an operational error, like an unreadable path.
+                report.operational_error = True
                 report.findings.append(finding("NOT_KAFKA", f"{path}: not a Kafka log dir, partition dir or .log file", str(path)))
         except OSError as e:
             report.operational_error = True

@@ -50,6 +50,6 @@ def command(paths, deep: bool, fmt: str, fail_on: str, show_info: bool) -> int:
     else:
         render_verify(report, show_info)
     for f in report.findings:
-        if f.name == "UNREADABLE":
+        if f.name in ("UNREADABLE", "NOT_KAFKA"):
             print(f"logtool: {f.message}", file=sys.stderr)
     return report.exit_code(Severity.ERROR if fail_on == "error" else Severity.WARNING)

@@ -1,18 +1,25 @@
 """Text output for people (rich): finding lists, inventory tables, summaries."""
 from __future__ import annotations
 
+import sys
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from logtool.checks.catalog import Finding, Kind, Severity
 from logtool.checks.run import Report
+from logtool.store.layout import FileKind, classify_file
+
+_SEGMENT_KINDS = {FileKind.LOG, FileKind.INDEX, FileKind.TIMEINDEX, FileKind.TXNINDEX, FileKind.SNAPSHOT}
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "dim"}
 
 
 def console() -> Console:
-    return Console(highlight=False, soft_wrap=True)
+    # In a pipe rich assumes 80 columns; tables would be squeezed into unreadable cells.
+    width = None if sys.stdout.isatty() else 200
+    return Console(highlight=False, soft_wrap=True, width=width)
 
 
 def finding_line(f: Finding) -> str:
@@ -61,6 +68,15 @@ def render_kind(k: Kind) -> None:
     out.print(f"  Remedy:  {escape(k.remedy)}")
 
 
+def _other_files(files: dict[str, int]) -> str:
+    """Files beside the segments and their indexes: snapshots counted, the rest named."""
+    kinds = {n: classify_file(n).kind for n in files}
+    snapshots = sum(1 for k in kinds.values() if k == FileKind.SNAPSHOT)
+    named = sorted(n for n, k in kinds.items() if k not in _SEGMENT_KINDS)
+    parts = ([f"{snapshots} snapshot(s)"] if snapshots else []) + named
+    return ", ".join(parts) or "-"
+
+
 def render_inventory(report: Report) -> None:
     out = console()
     for d in report.log_dirs:
@@ -89,6 +105,6 @@ def render_inventory(report: Report) -> None:
             f"{min(ts_first)}..{max(ts_max)}" if ts_first else "-",
             ",".join(str(m) for m in sorted({m for s in segs for m in s.magic})) or "-",
             ",".join(sorted({c for s in segs for c in s.codecs})) or "-",
-            f"{idx} files", escape(", ".join(sorted(p.files)) if len(p.files) <= 4 else f"{len(p.files)} files"),
+            f"{idx} files", escape(_other_files(p.files)),
         )
     out.print(table)

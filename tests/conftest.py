@@ -1,0 +1,46 @@
+"""Shared test helpers: where the shared fixtures live, and how to run the installed command."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "fixtures"
+KAFKA_WRITTEN = SHARED / "kafka-written"
+REAL = SHARED / "real"
+LOGTOOL = Path(sys.executable).with_name("logtool")
+
+
+def require(path: Path) -> Path:
+    """Shared fixtures are part of the test contract (CI puts shared/ beside the checkout): fail, never skip."""
+    assert path.exists(), f"missing shared fixtures at {path}: put the shared/ folder beside the checkout"
+    return path
+
+
+def kafka_case(name: str) -> Path:
+    """The partition dir of a Kafka-written case."""
+    case = require(KAFKA_WRITTEN / name)
+    return case / json.loads((case / "expected.json").read_text())["partitionDir"]
+
+
+def run_logtool(*args: str) -> subprocess.CompletedProcess:
+    """The installed console script, as a user runs it."""
+    return subprocess.run([str(LOGTOOL), *args], capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture
+def case_copy(tmp_path):
+    """Copy a Kafka-written case's partition dir into tmp_path, for tests that edit bytes."""
+
+    def copy(name: str) -> Path:
+        src = kafka_case(name)
+        dst = tmp_path / src.name
+        shutil.copytree(src, dst)
+        return dst
+
+    return copy
