@@ -6,7 +6,7 @@ from __future__ import annotations
 import mmap
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from logtool.format.batch import BatchView, FrameStop, read_entry
@@ -111,7 +111,7 @@ class Segment:
 def _with_legacy_base(buf, view: BatchView) -> BatchView:
     """A compressed legacy wrapper knows only its last offset; Kafka reports the first inner one as base."""
     try:
-        return replace(view, base_offset=first_legacy_offset(buf, view))
+        return view._replace(base_offset=first_legacy_offset(buf, view))
     except (RecordError, StopIteration):
         return view  # stays None: the deep checks report why the wrapper cannot be read
 
