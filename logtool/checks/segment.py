@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from logtool.checks.catalog import Finding, finding
 from logtool.checks.index import OffsetIndexCheck, TimeIndexCheck, check_txn_index
 from logtool.checks.records import check_records
-from logtool.format.batch import MAX_SEGMENT_BYTES, BatchView
+from logtool.format.batch import MAX_SEGMENT_BYTES, BatchView, codec_name
 from logtool.store.segment import Segment, Walk
 
 _RELATIVE_MAX = 2**31 - 1
@@ -45,39 +45,49 @@ class _BatchRules:
     """Per-batch invariants Kafka's recovery does not enforce: they never move the valid prefix."""
 
     def __init__(self, seg: Segment, rep: SegmentReport) -> None:
-        self.seg, self.rep = seg, rep
-        self.prev: BatchView | None = None
+        self.rep, self.name, self.base = rep, seg.log_path.name, seg.base_offset
+        self.prev_last: int | None = None
+        self.codec_ids: set[int] = set()
 
     def feed(self, v: BatchView) -> None:
-        rep, name = self.rep, self.seg.log_path.name
-        first = v.base_offset if v.base_offset is not None else v.last_offset
-        if self.prev is None:
-            if first < self.seg.base_offset:
-                rep.findings.append(finding("FIRST_OFFSET_BELOW_NAME", f"first batch starts at offset {first}, below "
-                                            f"the base offset {self.seg.base_offset} in the file name", name, v.position, first))
-            elif first > self.seg.base_offset:
-                rep.findings.append(finding("FIRST_OFFSET_ABOVE_NAME", f"first batch starts at offset {first}; "
-                                            f"the file name says {self.seg.base_offset}", name, v.position, first))
-        elif first <= self.prev.last_offset or v.last_offset < first:
-            rep.findings.append(finding("OFFSET_NOT_INCREASING", f"batch at byte {v.position} covers offsets {first}..{v.last_offset} "
-                                        f"after a batch ending at offset {self.prev.last_offset}", name, v.position, first))
-        if not 0 <= v.last_offset - self.seg.base_offset <= _RELATIVE_MAX:
-            rep.findings.append(finding("OFFSET_OVERFLOW", f"offset {v.last_offset} is not within 2^31-1 of the segment "
-                                        f"base {self.seg.base_offset}", name, v.position, v.last_offset))
-        if v.magic > 2:
-            rep.findings.append(finding("UNKNOWN_MAGIC", f"batch at byte {v.position} has magic {v.magic}", name, v.position, first))
-        if v.codec > 4 or (v.is_legacy and v.codec > 3):
-            rep.findings.append(finding("UNKNOWN_CODEC", f"batch at byte {v.position} names codec id {v.codec}", name, v.position, first))
-        if v.is_legacy and v.base_offset is None:
-            rep.findings.append(finding("LEGACY_WRAPPER_UNREADABLE", f"compressed wrapper at byte {v.position} "
-                                        f"(last offset {v.last_offset}) cannot be decompressed", name, v.position, v.last_offset))
-        if rep.first_offset is None:
-            rep.first_offset, rep.first_timestamp = first, v.first_timestamp
-        rep.last_offset = v.last_offset
-        rep.max_timestamp = v.max_timestamp if rep.max_timestamp is None else max(rep.max_timestamp, v.max_timestamp)
-        rep.magic.add(v.magic)
-        rep.codecs.add(v.codec_name)
-        self.prev = v
+        # Runs once per batch on the shallow path: plain field reads only (BatchView properties cost a call).
+        rep = self.rep
+        magic, codec, last = v.magic, v.attributes & 0x07, v.last_offset
+        first = v.base_offset if v.base_offset is not None else last
+        if self.prev_last is None:
+            self._first_batch(v, first)
+        elif first <= self.prev_last or last < first:
+            self._report("OFFSET_NOT_INCREASING", f"batch at byte {v.position} covers offsets {first}..{last} "
+                                                  f"after a batch ending at offset {self.prev_last}", v, first)
+        if not 0 <= last - self.base <= _RELATIVE_MAX:
+            self._report("OFFSET_OVERFLOW", f"offset {last} is not within 2^31-1 of the segment base {self.base}", v, last)
+        if magic > 2:
+            self._report("UNKNOWN_MAGIC", f"batch at byte {v.position} has magic {magic}", v, first)
+        if codec > 4 or (magic < 2 and codec > 3):
+            self._report("UNKNOWN_CODEC", f"batch at byte {v.position} names codec id {codec}", v, first)
+        if v.base_offset is None:
+            self._report("LEGACY_WRAPPER_UNREADABLE", f"compressed wrapper at byte {v.position} (last offset {last}) "
+                                                      f"cannot be decompressed", v, last)
+        rep.last_offset = self.prev_last = last
+        if rep.max_timestamp is None or v.max_timestamp > rep.max_timestamp:
+            rep.max_timestamp = v.max_timestamp
+        rep.magic.add(magic)
+        self.codec_ids.add(codec)
+
+    def _first_batch(self, v: BatchView, first: int) -> None:
+        self.rep.first_offset, self.rep.first_timestamp = first, v.first_timestamp
+        if first < self.base:
+            self._report("FIRST_OFFSET_BELOW_NAME", f"first batch starts at offset {first}, below the base offset "
+                                                    f"{self.base} in the file name", v, first)
+        elif first > self.base:
+            self._report("FIRST_OFFSET_ABOVE_NAME", f"first batch starts at offset {first}; the file name says {self.base}",
+                         v, first)
+
+    def _report(self, kind: str, message: str, v: BatchView, offset: int) -> None:
+        self.rep.findings.append(finding(kind, message, self.name, v.position, offset))
+
+    def finish(self) -> None:
+        self.rep.codecs = {codec_name(c) for c in self.codec_ids}
 
 
 def _stop_finding(seg: Segment, walk: Walk, active: bool) -> Finding:
@@ -126,6 +136,7 @@ def check_segment(seg: Segment, active: bool, deep: bool) -> SegmentReport:
             n, found = check_records(buf, view, seg.log_path.name)
             records += n
             rep.findings += found
+    rules.finish()
     rep.valid_bytes, rep.batches = walk.valid_bytes, walk.batches
     rep.records = records if deep else None
     if walk.stop is not None:

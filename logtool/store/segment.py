@@ -13,6 +13,24 @@ from logtool.format.batch import BatchView, FrameStop, read_entry
 from logtool.format.records import RecordError, first_legacy_offset, iter_records, parse_control
 
 
+# The walker hands back the pages it has passed every RELEASE_EVERY bytes, so the resident set stays flat
+# on a segment of any size. MADV_DONTNEED on a read-only file mapping only unmaps: the pages stay in the
+# page cache, so a broker reading the same file loses nothing.
+RELEASE_EVERY = 32 << 20
+
+
+def _release(buf, start: int, end: int) -> int:
+    """Drop the mapping of whole pages in [start, end); returns the new release mark."""
+    if not isinstance(buf, mmap.mmap):
+        return start
+    lo = start - start % mmap.PAGESIZE
+    hi = end - end % mmap.PAGESIZE
+    if hi > lo:
+        buf.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+        return hi
+    return start
+
+
 def open_readonly(path: Path) -> tuple[object, int]:
     """A read-only buffer over a file (an mmap, or b"" when empty) and its size. Raises OSError."""
     fd = os.open(path, os.O_RDONLY)
@@ -81,22 +99,24 @@ class Segment:
         buf, end = self.buf, self.size
         walk = result if result is not None else Walk(end)
         walk.size = end
-        pos = start
+        pos = released = start
         while True:
+            if pos - released >= RELEASE_EVERY:
+                released = _release(buf, released, pos)
             entry = read_entry(buf, pos, end)
             if entry is None:
                 break
             if isinstance(entry, FrameStop):
                 walk.stop = entry
                 break
-            if not entry.is_valid:
+            if entry.crc_stored != entry.crc_computed:
                 walk.stop = FrameStop(pos, "CRC_MISMATCH",
                                       f"Record is corrupt (stored crc = {entry.crc_stored}, computed crc = {entry.crc_computed})")
                 walk.stop_view = entry
                 break
-            if entry.is_legacy and entry.base_offset is None:
+            if entry.base_offset is None:  # a compressed legacy wrapper
                 entry = _with_legacy_base(buf, entry)
-            elif entry.is_control and entry.producer_id >= 0:
+            elif entry.attributes & 0x20 and entry.magic >= 2 and entry.producer_id >= 0:  # a producer's control batch
                 reason = _marker_problem(buf, entry)
                 if reason:
                     walk.stop = FrameStop(pos, "BAD_TXN_MARKER", reason)
