@@ -116,7 +116,7 @@ def check_segment(seg: Segment, active: bool, deep: bool) -> SegmentReport:
             rep.indexes[suffix[1:]] = None
             if seg.size:
                 rep.findings.append(finding("INDEX_MISSING" if suffix == ".index" else "TIMEINDEX_MISSING",
-                                            f"{path.name} is missing", seg.log_path.name))
+                                            f"{path.name} is missing", path.name))
     lenses += index_checks
     txn = seg.path_with(".txnindex")
     if txn.exists():
