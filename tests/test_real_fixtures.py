@@ -457,7 +457,7 @@ def test_everything_sources_lists_is_found(log_dir):
             if not log.is_file() or log.stat().st_size == 0:
                 continue
             for ext, kind in ((".index", "INDEX_MISSING"), (".timeindex", "TIMEINDEX_MISSING")):
-                if f"{log.stem}{ext}" in row.absent and (f"{log_dir}/{partition}", kind, log.name) not in got:
+                if f"{log.stem}{ext}" in row.absent and (f"{log_dir}/{partition}", kind, f"{log.stem}{ext}") not in got:
                     missing.append(f"{kind} for {partition}/{log.stem}{ext}")
     assert not missing, f"{log_dir}: logtool does not report what SOURCES.md lists:\n  " + "\n  ".join(missing)
 
