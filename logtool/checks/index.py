@@ -16,6 +16,10 @@ from logtool.store.segment import Walk, open_readonly
 MAX_REPORTED = 5  # per index and kind of problem: the first few, then a count
 
 
+def _entries(n: int) -> str:
+    return f"{n} entry" if n == 1 else f"{n} entries"
+
+
 class _Reporter:
     def __init__(self, file: str) -> None:
         self.file = file
@@ -111,7 +115,7 @@ class OffsetIndexCheck:
                                                      f"which is not the start of a batch", pos, offset)
             self._advance()
         if beyond:
-            self.rep.add("INDEX_BEYOND_LOG", f"{beyond} entries point at or past byte {walk.valid_bytes}, "
+            self.rep.add("INDEX_BEYOND_LOG", f"{_entries(beyond)} at or past byte {walk.valid_bytes}, "
                                              f"the end of the valid log")
         if self.prev is not None and last_offset is not None and self.prev[0] > last_offset and not beyond:
             self.rep.add("INDEX_WRONG_POSITION", f"last entry names offset {self.prev[0]}, beyond the segment's "
@@ -172,8 +176,8 @@ class TimeIndexCheck:
             beyond += 1
             self._advance()
         if beyond:
-            self.rep.add("INDEX_BEYOND_LOG", f"{beyond} time-index entries name offsets past the valid log "
-                                             f"(last valid offset {last_offset})")
+            self.rep.add("INDEX_BEYOND_LOG", f"{_entries(beyond)} past the last valid offset "
+                                             f"{last_offset}")
         return self.rep.done()
 
 
