@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "fixtures"
+SHARED = (ROOT.parent / "shared" / "fixtures").resolve()
 KAFKA_WRITTEN = SHARED / "kafka-written"
 REAL = SHARED / "real"
 LOGTOOL = Path(sys.executable).with_name("logtool")

@@ -25,7 +25,7 @@ from logtool.format.records import iter_records, parse_control
 from logtool.store.partition import Partition
 from logtool.store.segment import Walk
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
+FIXTURES = (Path(__file__).resolve().parents[1].parent / "shared" / "fixtures").resolve()
 KAFKA_WRITTEN = FIXTURES / "kafka-written"
 
 if not KAFKA_WRITTEN.is_dir():

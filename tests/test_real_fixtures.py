@@ -31,7 +31,7 @@ from logtool.format.records import iter_records
 from logtool.store.partition import Partition
 from logtool.store.segment import Walk
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
+FIXTURES = (Path(__file__).resolve().parents[1].parent / "shared" / "fixtures").resolve()
 REAL = FIXTURES / "real"
 SOURCES_MD = REAL / "SOURCES.md"
 
