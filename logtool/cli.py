@@ -6,7 +6,7 @@ import sys
 import click
 
 from logtool import __version__
-from logtool.commands import scan, verify
+from logtool.commands import find, scan, verify
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_OPERATIONAL, EXIT_USAGE = 0, 4, 8, 16
 
@@ -23,6 +23,7 @@ def cli() -> None:
 
 cli.add_command(scan.command)
 cli.add_command(verify.command)
+cli.add_command(find.command)
 
 
 def main(argv: list[str] | None = None) -> None:
