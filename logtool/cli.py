@@ -1,12 +1,13 @@
 """The `logtool` command group: global options and the mapping of errors to fsck exit codes."""
 from __future__ import annotations
 
+import os
 import sys
 
 import click
 
 from logtool import __version__
-from logtool.commands import find, scan, verify
+from logtool.commands import find, index, restore, scan, verify
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_OPERATIONAL, EXIT_USAGE = 0, 4, 8, 16
 
@@ -24,6 +25,8 @@ def cli() -> None:
 cli.add_command(scan.command)
 cli.add_command(verify.command)
 cli.add_command(find.command)
+cli.add_command(index.group)
+cli.add_command(restore.command)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -42,4 +45,13 @@ def main(argv: list[str] | None = None) -> None:
         # The reader went away (`logtool dump | head`): leave quietly, as Unix tools do.
         sys.stderr.close()
         rc = EXIT_OK
+    except KeyboardInterrupt:
+        print("logtool: interrupted", file=sys.stderr)
+        rc = EXIT_OPERATIONAL
+    except Exception as e:  # a bug of ours: one line for the user, the traceback on request
+        if os.environ.get("LOGTOOL_DEBUG"):
+            raise
+        print(f"logtool: internal error: {type(e).__name__}: {e} (set LOGTOOL_DEBUG=1 for the traceback)",
+              file=sys.stderr)
+        rc = EXIT_OPERATIONAL
     sys.exit(rc if isinstance(rc, int) else EXIT_OK)

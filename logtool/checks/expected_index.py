@@ -9,6 +9,7 @@ from logtool.format.index import OFFSET_ENTRY, TIME_ENTRY, TXN_ENTRY, AbortedTxn
 from logtool.format.records import RecordError, iter_records, parse_control
 
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
+UNKNOWN_OFFSET = -1  # an aborted transaction's first offset that lies before the data on disk
 
 
 @dataclass(slots=True)
@@ -18,6 +19,9 @@ class TxnTracker:
     must list, with the last stable offset at the moment each abort completed."""
 
     open_txns: dict[int, int] = field(default_factory=dict)  # producer id -> first offset of its open txn
+    # False when the walk starts after the log's true beginning (retention deleted older segments): a
+    # transaction may then have opened before the first batch we see, so its first offset is unknown.
+    history_complete: bool = True
 
     def feed(self, buf, v: BatchView) -> AbortedTxn | None:
         """Account for one batch; the aborted transaction it completes, if any."""
@@ -34,8 +38,10 @@ class TxnTracker:
         if marker is None:  # an empty control batch: the cleaner removed the whole transaction
             return None
         first_offset = self.open_txns.pop(v.producer_id, None)
-        if marker.type_id != 0 or first_offset is None:
+        if marker.type_id != 0:
             return None
+        if first_offset is None:  # opened before the first batch we saw
+            first_offset = UNKNOWN_OFFSET
         # The last stable offset: the first offset of the earliest transaction still open elsewhere.
         lso = min(self.open_txns.values(), default=v.base_offset + 1)
         return AbortedTxn(0, v.producer_id, first_offset, v.base_offset, lso)
@@ -77,6 +83,11 @@ class ExpectedIndexes:
         if self._max_ts > self._last_time_entry_ts:
             self.time_index += TIME_ENTRY.pack(self._max_ts, self._offset_of_max_ts - self.base_offset)
             self._last_time_entry_ts = self._max_ts
+
+    @property
+    def txn_index_known(self) -> bool:
+        """Whether every aborted transaction of this segment is fully known (see TxnTracker)."""
+        return self.txns.history_complete and all(t.first_offset != UNKNOWN_OFFSET for t in self.aborted)
 
     @property
     def txn_index(self) -> bytes:

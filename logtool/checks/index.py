@@ -8,8 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from logtool.checks.catalog import Finding, finding
+from logtool.checks.expected_index import UNKNOWN_OFFSET, TxnTracker
 from logtool.format.batch import BatchView
-from logtool.format.index import (OFFSET_ENTRY, TIME_ENTRY, aborted_txns, offset_index_sanity,
+from logtool.format.index import (OFFSET_ENTRY, TIME_ENTRY, AbortedTxn, aborted_txns, offset_index_sanity,
                                   time_index_sanity, zero_tail_start)
 from logtool.store.segment import Walk, open_readonly
 
@@ -179,6 +180,58 @@ class TimeIndexCheck:
             self.rep.add("INDEX_BEYOND_LOG", f"{_entries(beyond)} past the last valid offset "
                                              f"{last_offset}")
         return self.rep.done()
+
+
+class TxnIndexCheck:
+    """The `.txnindex` must list exactly the aborted transactions whose markers lie in this segment.
+    First offsets and last stable offsets depend on transactions opened earlier; they are compared only
+    where the partition's history on disk makes them knowable."""
+
+    def __init__(self, path: Path, base: int, buf, txns: TxnTracker) -> None:
+        self.path, self.base, self.buf, self.txns = path, base, buf, txns
+        self.expected: list[AbortedTxn] = []
+
+    def feed(self, view: BatchView) -> None:
+        aborted = self.txns.feed(self.buf, view)
+        if aborted is not None:
+            self.expected.append(aborted)
+
+    def finish(self, walk: Walk, last_offset: int | None) -> list[Finding]:
+        rep = _Reporter(self.path.name)
+        on_disk: list[AbortedTxn] = []
+        if self.path.exists():
+            try:
+                buf, _size = open_readonly(self.path)
+                on_disk = list(aborted_txns(buf))
+            except OSError as e:
+                rep.add("UNREADABLE", f"cannot read {self.path.name}: {e.strerror or e}")
+                return rep.done()
+        elif not self.expected:
+            return []
+        found = {(t.producer_id, t.last_offset): t for t in on_disk}
+        for want in self.expected:
+            got = found.pop((want.producer_id, want.last_offset), None)
+            if got is None:
+                rep.add("TXNINDEX_MISMATCH", f"the abort of producer {want.producer_id} at offset {want.last_offset} "
+                                             f"is not listed" + ("" if self.path.exists() else f" ({self.path.name} is missing)"),
+                        None, want.last_offset)
+            elif want.first_offset != UNKNOWN_OFFSET and got.first_offset != want.first_offset:
+                rep.add("TXNINDEX_MISMATCH", f"the aborted transaction of producer {want.producer_id} ending at "
+                                             f"{want.last_offset} is listed from offset {got.first_offset}, the log "
+                                             f"says {want.first_offset}", None, want.last_offset)
+            elif self.txns.history_complete and got.last_stable_offset != want.last_stable_offset:
+                rep.add("TXNINDEX_MISMATCH", f"the aborted transaction of producer {want.producer_id} ending at "
+                                             f"{want.last_offset} has last stable offset {got.last_stable_offset}, the "
+                                             f"log says {want.last_stable_offset}", None, want.last_offset)
+        for extra in found.values():
+            if last_offset is None or extra.last_offset <= last_offset:
+                rep.add("TXNINDEX_MISMATCH", f"lists an abort of producer {extra.producer_id} at offset "
+                                             f"{extra.last_offset}, but the log holds no such abort marker",
+                        None, extra.last_offset)
+            else:
+                rep.add("INDEX_BEYOND_LOG", f"lists an abort at offset {extra.last_offset}, past the last valid "
+                                            f"offset {last_offset}", None, extra.last_offset)
+        return rep.done()
 
 
 def check_txn_index(path: Path, base: int) -> list[Finding]:

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from logtool.checks.catalog import Finding, Severity, finding
+from logtool.checks.expected_index import TxnTracker
 from logtool.checks.segment import SegmentReport, check_segment
 from logtool.format.meta import MetaError, leader_epochs, partition_metadata, producer_snapshot
 from logtool.store.layout import FileKind
@@ -48,10 +49,11 @@ def check_partition(part: Partition, deep: bool) -> PartitionReport:
     shown = part.segments[0].log_path if part.single_file else part.path
     rep = PartitionReport(str(shown), part.topic, part.number, part.name.kind if part.name else None)
     last = len(part.segments) - 1
+    txns = TxnTracker(history_complete=not part.single_file and bool(part.segments) and part.segments[0].base_offset == 0)
     for i, seg in enumerate(part.segments):
         try:
             with seg:
-                rep.segments.append(check_segment(seg, active=(i == last) and not part.single_file, deep=deep))
+                rep.segments.append(check_segment(seg, active=(i == last) and not part.single_file, deep=deep, txns=txns))
         except OSError as e:
             rep.findings.append(finding("UNREADABLE", f"cannot read {seg.log_path.name}: {e.strerror or e}",
                                         seg.log_path.name))

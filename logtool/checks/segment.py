@@ -4,7 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from logtool.checks.catalog import Finding, finding
-from logtool.checks.index import OffsetIndexCheck, TimeIndexCheck, check_txn_index
+from logtool.checks.expected_index import TxnTracker
+from logtool.checks.index import OffsetIndexCheck, TimeIndexCheck, TxnIndexCheck, check_txn_index
 from logtool.checks.records import check_records
 from logtool.format.batch import MAX_SEGMENT_BYTES, BatchView, codec_name
 from logtool.store.segment import Segment, Walk
@@ -101,8 +102,11 @@ def _stop_finding(seg: Segment, walk: Walk, active: bool) -> Finding:
                    seg.log_path.name, stop.position, offset)
 
 
-def check_segment(seg: Segment, active: bool, deep: bool) -> SegmentReport:
-    """Walk one segment once; every lens sees every batch of the valid prefix. Raises OSError if unreadable."""
+def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | None = None) -> SegmentReport:
+    """Walk one segment once; every lens sees every batch of the valid prefix. Raises OSError if unreadable.
+
+    `txns` carries open transactions from the partition's earlier segments; without it the segment is
+    taken on its own (first offsets of transactions opened before it are then unknown)."""
     rep = SegmentReport(seg.log_path.name, seg.base_offset, seg.size)
     rules = _BatchRules(seg, rep)
     lenses: list = [rules]
@@ -117,6 +121,8 @@ def check_segment(seg: Segment, active: bool, deep: bool) -> SegmentReport:
             if seg.size:
                 rep.findings.append(finding("INDEX_MISSING" if suffix == ".index" else "TIMEINDEX_MISSING",
                                             f"{path.name} is missing", path.name))
+    index_checks.append(TxnIndexCheck(seg.path_with(".txnindex"), seg.base_offset, seg.buf,
+                                      txns if txns is not None else TxnTracker(history_complete=False)))
     lenses += index_checks
     txn = seg.path_with(".txnindex")
     if txn.exists():
