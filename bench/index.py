@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.run import DATA, RESULTS, best, partition_dir
+from bench.run import DATA, best, partition_dir, write_results
 from fixtures.generator import big_templates, repeat_to_size, write_partition
 from logtool.checks.run import Target, check_target
 from logtool.recovery import index_rebuild
@@ -88,10 +88,7 @@ def main() -> int:
         "verify_shallow_s": round(t_verify, 3), "index_rebuild_s": round(t_rebuild, 3),
         "rebuild_over_verify": round(t_rebuild / t_verify, 2),
     }
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "index.json").write_text(json.dumps(res, indent=2) + "\n")
-    (RESULTS / "index.md").write_text(render(res))
-    print(render(res))
+    write_results("index", res, render)
     return 0
 
 

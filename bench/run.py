@@ -116,11 +116,16 @@ def main() -> int:
         "command_shallow": cmd_shallow,
         "command_deep": cmd_deep,
     }
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "verify.json").write_text(json.dumps(res, indent=2) + "\n")
-    (RESULTS / "verify.md").write_text(render(res))
-    print(render(res))
+    write_results("verify", res, render)
     return 0
+
+
+def write_results(name: str, res: dict, render_md) -> None:
+    """bench/results/<name>.json (every figure) and <name>.md (the table), and the table on stdout."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(json.dumps(res, indent=2) + "\n")
+    (RESULTS / f"{name}.md").write_text(render_md(res))
+    print(render_md(res))
 
 
 def render(r: dict) -> str:

@@ -25,15 +25,9 @@ from logtool.format.records import iter_records, parse_control
 from logtool.store.partition import Partition
 from logtool.store.segment import Walk
 
-FIXTURES = (Path(__file__).resolve().parents[1].parent / "shared" / "fixtures").resolve()
-KAFKA_WRITTEN = FIXTURES / "kafka-written"
+from conftest import KAFKA_WRITTEN, require  # noqa: E402 - fails loudly when ../shared is missing
 
-if not KAFKA_WRITTEN.is_dir():
-    pytest.fail(
-        f"shared fixtures not found: {KAFKA_WRITTEN} does not exist. These tests need the Kafka-written "
-        f"fixture set checked out beside the repository (../shared/fixtures/kafka-written/).",
-        pytrace=False,
-    )
+require(KAFKA_WRITTEN)
 
 CASES = sorted(p.name for p in KAFKA_WRITTEN.iterdir() if p.is_dir())
 CORRUPT = [c for c in CASES if c.startswith("corrupt-")]

@@ -31,16 +31,9 @@ from logtool.format.records import iter_records
 from logtool.store.partition import Partition
 from logtool.store.segment import Walk
 
-FIXTURES = (Path(__file__).resolve().parents[1].parent / "shared" / "fixtures").resolve()
-REAL = FIXTURES / "real"
-SOURCES_MD = REAL / "SOURCES.md"
+from conftest import REAL, require  # noqa: E402 - fails loudly when ../shared is missing
 
-if not SOURCES_MD.is_file():
-    pytest.fail(
-        f"shared fixtures not found: {SOURCES_MD} does not exist. These tests need the real broker-written "
-        f"fixture set checked out beside the repository (../shared/fixtures/real/).",
-        pytrace=False,
-    )
+SOURCES_MD = require(REAL / "SOURCES.md")
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 OFFSET_CHECKPOINTS = ("recovery-point-offset-checkpoint", "replication-offset-checkpoint",

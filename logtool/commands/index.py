@@ -9,13 +9,13 @@ import click
 
 from logtool.checks.catalog import Severity
 from logtool.checks.expected_index import DEFAULT_INDEX_INTERVAL_BYTES
-from logtool.checks.run import Report, plan as plan_targets, run
+from logtool.checks.run import Report, plan as plan_targets
 from logtool.commands.options import format_option
 from logtool.recovery import index_rebuild
 from logtool.recovery.lock import held_by_broker
 from logtool.recovery.quarantine import QuarantineError, Run
-from logtool.render.jsonout import emit_json, emit_jsonl
-from logtool.render.progress import progress
+from logtool.commands.report import checked, emit
+from logtool.render.jsonout import emit_json
 from logtool.render.text import console, render_verify
 from logtool.store.partition import Partition
 
@@ -46,18 +46,8 @@ def _only_index_findings(report: Report) -> Report:
 @click.option("--show-info", is_flag=True, help="also list info findings in text output")
 def verify_command(paths, fmt: str, fail_on: str, show_info: bool) -> int:
     """Every .index, .timeindex and .txnindex against its log: Kafka's sanity checks and entry by entry."""
-    if not paths:
-        raise click.UsageError("give at least one PATH (a log dir, partition dir or .log file)")
-    with progress("index verify") as (set_total, advance):
-        report = _only_index_findings(run(list(paths), False, on_target=advance, targets_known=set_total))
-    if fmt == "json":
-        emit_json(report.to_dict())
-    elif fmt == "jsonl":
-        emit_jsonl(p.to_dict() for p in report.partitions)
-    else:
-        render_verify(report, show_info)
-    for f in report.findings:
-        print(f"logtool: {f.message}", file=sys.stderr)
+    report = _only_index_findings(checked("index verify", paths, deep=False))
+    emit(report, fmt, lambda r: render_verify(r, show_info))
     return report.exit_code(Severity.ERROR if fail_on == "error" else Severity.WARNING)
 
 

@@ -6,8 +6,8 @@ class VarintError(Exception):
     """A varint ran past the buffer or past its maximum length."""
 
 
-def read_varint(buf, pos: int, end: int) -> tuple[int, int]:
-    """Signed 32-bit zig-zag varint at `pos`: (value, next position)."""
+def _read_zigzag(buf, pos: int, end: int, bits: int) -> tuple[int, int]:
+    """A zig-zag varint of at most `bits` bits (32: 5 bytes, 64: 10 bytes): (value, next position)."""
     u = shift = 0
     while True:
         if pos >= end:
@@ -18,25 +18,17 @@ def read_varint(buf, pos: int, end: int) -> tuple[int, int]:
         if not b & 0x80:
             break
         shift += 7
-        if shift >= 35:
+        if shift >= bits + 3:  # 35 for 32 bits, 70 for 64: one more continuation byte than allowed
             raise VarintError("varint is too long")
-    u &= 0xFFFFFFFF
+    u &= (1 << bits) - 1
     return (u >> 1) ^ -(u & 1), pos
+
+
+def read_varint(buf, pos: int, end: int) -> tuple[int, int]:
+    """Signed 32-bit zig-zag varint at `pos`: (value, next position)."""
+    return _read_zigzag(buf, pos, end, 32)
 
 
 def read_varlong(buf, pos: int, end: int) -> tuple[int, int]:
     """Signed 64-bit zig-zag varlong at `pos`: (value, next position)."""
-    u = shift = 0
-    while True:
-        if pos >= end:
-            raise VarintError("varlong runs past the end of the buffer")
-        b = buf[pos]
-        pos += 1
-        u |= (b & 0x7F) << shift
-        if not b & 0x80:
-            break
-        shift += 7
-        if shift >= 70:
-            raise VarintError("varlong is too long")
-    u &= 0xFFFFFFFFFFFFFFFF
-    return (u >> 1) ^ -(u & 1), pos
+    return _read_zigzag(buf, pos, end, 64)
