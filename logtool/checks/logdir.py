@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from logtool.checks.catalog import Finding, finding
-from logtool.format.meta import MetaError, offset_checkpoint, properties
+from logtool.format.meta import NODE_ID_FIELD, MetaError, meta_identity, offset_checkpoint, properties
 from logtool.store.layout import (CLUSTER_METADATA, IGNORED_LOG_DIR_CHILDREN, LOG_DIR_FILES, OFFSET_CHECKPOINTS,
                                   parse_partition_dir)
 
@@ -16,6 +16,8 @@ class LogDirReport:
     path: str
     meta: dict[str, str] = field(default_factory=dict)
     checkpoints: dict[str, int] = field(default_factory=dict)  # checkpoint file -> entries
+    # checkpoint file -> {(topic, partition): offset}, for the checks against the partitions (not printed)
+    offsets: dict[str, dict[tuple[str, int], int]] = field(default_factory=dict)
     clean_shutdown_marker: bool = False
     partition_dirs: list[Path] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
@@ -29,7 +31,8 @@ class LogDirReport:
 def check_log_dir(path: Path) -> LogDirReport:
     """Inspect the log-dir root and list its partition dirs. Raises OSError when it cannot be listed."""
     rep = LogDirReport(str(path))
-    for name in sorted(os.listdir(path)):
+    names = sorted(os.listdir(path))
+    for name in names:
         child = path / name
         if child.is_dir():
             if name in IGNORED_LOG_DIR_CHILDREN:
@@ -44,9 +47,13 @@ def check_log_dir(path: Path) -> LogDirReport:
         elif name in OFFSET_CHECKPOINTS:
             _check_checkpoint(child, rep)
         elif name == ".kafka_cleanshutdown":
-            rep.clean_shutdown_marker = True
-        elif name not in LOG_DIR_FILES and not name.endswith(".tmp"):
+            rep.clean_shutdown_marker = True  # empty before Kafka 3.7, JSON since: only its presence matters
+        elif name.endswith(".tmp") and name[:-4] in LOG_DIR_FILES:
+            rep.findings.append(finding("TMP_LEFTOVER", f"an interrupted rewrite of {name[:-4]}", name))
+        elif name not in LOG_DIR_FILES:
             rep.findings.append(finding("UNKNOWN_FILE", f"{name} is not a file Kafka writes in a log dir", name))
+    if "meta.properties" not in names:
+        rep.findings.append(finding("META_PROPERTIES_MISSING", "the log dir has no meta.properties", "meta.properties"))
     return rep
 
 
@@ -63,14 +70,25 @@ def _check_meta(path: Path, rep: LogDirReport) -> None:
     if text is None:
         return
     rep.meta = properties(text)
-    version = rep.meta.get("version")
-    required = {"1": ("node.id", "cluster.id"), "0": ()}.get(version or "")
-    if required is None:
-        rep.findings.append(finding("META_PROPERTIES_INVALID", f"unknown or missing version {version!r}", path.name))
+    try:
+        version = meta_identity(rep.meta).version
+    except MetaError as e:
+        rep.findings.append(finding("META_PROPERTIES_INVALID", str(e), path.name))
         return
-    missing = [k for k in required if k not in rep.meta]
-    if missing:
-        rep.findings.append(finding("META_PROPERTIES_INVALID", f"version {version} requires {', '.join(missing)}", path.name))
+    ignored = NODE_ID_FIELD[1 - version]
+    if ignored in rep.meta:
+        rep.findings.append(finding("META_PROPERTIES_INCONSISTENT", f"version {version} reads {NODE_ID_FIELD[version]}, "
+                                    f"not {ignored}={rep.meta[ignored]}", path.name))
+
+
+# What the broker does when it cannot read each checkpoint, besides reporting the log dir as failed.
+_UNREADABLE_CHECKPOINT = {
+    "recovery-point-offset-checkpoint": "recovery points reset to 0: every partition is recovered in full",
+    "log-start-offset-checkpoint": "log start offsets reset to the first segments: records deleted with "
+                                   "DeleteRecords become readable again",
+    "replication-offset-checkpoint": "high watermarks are lost",
+    "cleaner-offset-checkpoint": "the cleaner compacts every log from its start again",
+}
 
 
 def _check_checkpoint(path: Path, rep: LogDirReport) -> None:
@@ -78,6 +96,8 @@ def _check_checkpoint(path: Path, rep: LogDirReport) -> None:
     if text is None:
         return
     try:
-        rep.checkpoints[path.name] = len(offset_checkpoint(text))
+        rep.offsets[path.name] = offset_checkpoint(text)
     except MetaError as e:
-        rep.findings.append(finding("CHECKPOINT_INVALID", str(e), path.name))
+        rep.findings.append(finding("CHECKPOINT_INVALID", f"{e}; {_UNREADABLE_CHECKPOINT[path.name]}", path.name))
+        return
+    rep.checkpoints[path.name] = len(rep.offsets[path.name])

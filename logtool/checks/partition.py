@@ -5,14 +5,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from logtool.checks.catalog import Finding, Severity, finding
+from logtool.checks.epochs import check_leader_epochs
 from logtool.checks.expected_index import TxnTracker
-from logtool.checks.segment import SegmentReport, check_segment
-from logtool.format.meta import MetaError, leader_epochs, partition_metadata, producer_snapshot
+from logtool.checks.facts import PartitionFacts, partition_facts
+from logtool.checks.segment import Lens, SegmentReport, check_segment
+from logtool.format.meta import MetaError, partition_metadata, producer_snapshot
 from logtool.store.layout import FileKind
 from logtool.store.partition import Partition
 
 _FRAMING_STOPS = {"CRC_MISMATCH", "TORN_BATCH", "ZERO_TAIL", "SHORT_TAIL", "BAD_LENGTH", "GARBAGE",
                   "IMPOSSIBLE_LENGTH", "BATCH_TOO_SMALL", "BAD_TXN_MARKER"}
+# Files Kafka rewrites through a .tmp copy and an atomic rename (CheckpointFile, PartitionMetadataFile).
+_TMP_COPIES = {"leader-epoch-checkpoint.tmp", "partition.metadata.tmp"}
 
 
 @dataclass(slots=True)
@@ -24,6 +28,7 @@ class PartitionReport:
     segments: list[SegmentReport] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     files: dict[str, int] = field(default_factory=dict)  # other files: leftovers, snapshots, metadata -> size
+    facts: PartitionFacts | None = None  # set by finish_partition, for the checks across files
 
     def all_findings(self):
         yield from self.findings
@@ -45,22 +50,58 @@ class PartitionReport:
                 "files": self.files, "findings": [f.to_dict() for f in self.findings]}
 
 
-def check_partition(part: Partition, deep: bool) -> PartitionReport:
+def check_partition(part: Partition, deep: bool, lens: Lens | None = None) -> PartitionReport:
+    rep = check_segments(part, deep, range(len(part.segments)), lens)
+    finish_partition(part, rep)
+    return rep
+
+
+def check_segments(part: Partition, deep: bool, which: range, lens: Lens | None = None) -> PartitionReport:
+    """Walk the segments `which` of `part`: all of them, or one piece of a partition the audit split.
+
+    A piece that does not start at the first segment replays transactions without their history, as for a
+    log whose older segments retention deleted. `finish_partition` adds the checks that need every segment."""
     shown = part.segments[0].log_path if part.single_file else part.path
     rep = PartitionReport(str(shown), part.topic, part.number, part.name.kind if part.name else None)
     last = len(part.segments) - 1
-    txns = TxnTracker(history_complete=not part.single_file and bool(part.segments) and part.segments[0].base_offset == 0)
-    for i, seg in enumerate(part.segments):
+    txns = TxnTracker(history_complete=not part.single_file and which.start == 0 and bool(part.segments)
+                      and part.segments[0].base_offset == 0)
+    for i in which:
+        seg = part.segments[i]
         try:
             with seg:
-                rep.segments.append(check_segment(seg, active=(i == last) and not part.single_file, deep=deep, txns=txns))
+                rep.segments.append(check_segment(seg, active=(i == last) and not part.single_file, deep=deep,
+                                                  txns=txns, lens=lens))
         except OSError as e:
             rep.findings.append(finding("UNREADABLE", f"cannot read {seg.log_path.name}: {e.strerror or e}",
                                         seg.log_path.name))
+    return rep
+
+
+def finish_partition(part: Partition, rep: PartitionReport) -> None:
+    """The checks across segments and of the files beside them, once every segment is in `rep`."""
+    rep.facts = partition_facts(rep.segments)
     _check_segment_set(rep)
     if not part.single_file:
+        _check_dir_name(part, rep)
         _check_other_files(part, rep)
-    return rep
+
+
+# What the broker does at load with a partition directory renamed with a suffix (LogManager.loadLog).
+_SUFFIXED_DIRS = {
+    "delete": ("PARTITION_DIR_DELETE", "the topic or this replica was deleted; the broker does not recover it and "
+                                       "deletes it after file.delete.delay.ms"),
+    "future": ("PARTITION_DIR_FUTURE", "a replica being moved into this log dir; the broker resumes the copy and "
+                                       "swaps it for the current replica once it has caught up"),
+    "stray": ("PARTITION_DIR_STRAY", "a replica the cluster no longer assigns to this broker; the broker neither "
+                                     "serves nor deletes it"),
+}
+
+
+def _check_dir_name(part: Partition, rep: PartitionReport) -> None:
+    if part.name is not None and part.name.kind in _SUFFIXED_DIRS:
+        kind, what = _SUFFIXED_DIRS[part.name.kind]
+        rep.findings.append(finding(kind, what, part.path.name))
 
 
 def _check_segment_set(rep: PartitionReport) -> None:
@@ -78,9 +119,10 @@ def _check_segment_set(rep: PartitionReport) -> None:
             if seg.base_offset <= prev.last_offset:
                 rep.findings.append(finding("SEGMENT_OVERLAP", f"{seg.file} starts at offset {seg.base_offset}, but "
                                             f"{prev.file} ends at offset {prev.last_offset}", seg.file, 0, seg.base_offset))
-            elif seg.first_offset is not None and seg.first_offset > prev.last_offset + 1:
-                rep.findings.append(finding("SEGMENT_GAP", f"offsets {prev.last_offset + 1}..{seg.first_offset - 1} lie "
-                                            f"in no segment ({prev.file} -> {seg.file})", seg.file, 0, seg.first_offset))
+            elif seg.base_offset > prev.last_offset + 1:
+                # Between segments; a first batch above its own segment's name is FIRST_OFFSET_ABOVE_NAME.
+                rep.findings.append(finding("SEGMENT_GAP", f"offsets {prev.last_offset + 1}..{seg.base_offset - 1} lie "
+                                            f"in no segment ({prev.file} -> {seg.file})", seg.file, 0, seg.base_offset))
         if seg.last_offset is not None:
             prev = seg
 
@@ -110,6 +152,8 @@ def _check_other_files(part: Partition, rep: PartitionReport) -> None:
         elif f.kind == FileKind.UNKNOWN:
             if name.endswith((".log", ".index", ".timeindex", ".txnindex")):
                 rep.findings.append(finding("BAD_SEGMENT_NAME", f"{name}: the broker cannot parse a base offset from it", name))
+            elif name in _TMP_COPIES:
+                rep.findings.append(finding("TMP_LEFTOVER", f"an interrupted rewrite of {name[:-4]}", name))
             else:
                 rep.findings.append(finding("UNKNOWN_FILE", f"{name} is not a file Kafka writes", name))
         elif f.kind == FileKind.PARTITION_METADATA:
@@ -122,7 +166,7 @@ def _check_other_files(part: Partition, rep: PartitionReport) -> None:
         elif f.kind == FileKind.LEADER_EPOCH:
             text = _read_text(path, rep)
             if text is not None:
-                _check_leader_epochs(text, rep)
+                rep.findings += check_leader_epochs(text, [r for s in rep.segments for r in s.epoch_runs], rep.facts)
         elif f.kind == FileKind.SNAPSHOT:
             try:
                 producer_snapshot(path.read_bytes())
@@ -130,16 +174,13 @@ def _check_other_files(part: Partition, rep: PartitionReport) -> None:
                 rep.findings.append(finding("PRODUCER_SNAPSHOT_INVALID", str(e), name))
             except OSError as e:
                 rep.findings.append(finding("UNREADABLE", f"cannot read {name}: {e.strerror or e}", name))
+            _check_snapshot_offset(name, f.base_offset, rep)
 
 
-def _check_leader_epochs(text: str, rep: PartitionReport) -> None:
-    name = "leader-epoch-checkpoint"
-    try:
-        epochs = leader_epochs(text)
-    except MetaError as e:
-        rep.findings.append(finding("LEADER_EPOCH_INVALID", str(e), name))
-        return
-    for (e1, o1), (e2, o2) in zip(epochs, epochs[1:]):
-        if e2 <= e1 or o2 < o1:
-            rep.findings.append(finding("LEADER_EPOCH_INVALID", f"entry (epoch {e2}, start offset {o2}) does not follow "
-                                        f"(epoch {e1}, start offset {o1})", name))
+def _check_snapshot_offset(name: str, offset: int, rep: PartitionReport) -> None:
+    """A snapshot is named after the next offset when it was taken; it can be at the log end, not past it."""
+    end = rep.facts.log_end
+    if end is not None and offset > end:
+        rep.findings.append(finding("PRODUCER_SNAPSHOT_BEYOND_LOG", f"taken at offset {offset}, past the log end "
+                                    f"offset {end}", name, offset=offset))
+

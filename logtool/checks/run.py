@@ -1,15 +1,28 @@
 """Run every check over the PATHs a user gives: the shared engine of `scan`, `verify` and `audit`."""
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import bisect
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from logtool.checks.catalog import Finding, Severity, finding
+from logtool.checks.checkpoints import check_checkpoints
 from logtool.checks.logdir import LogDirReport, check_log_dir
-from logtool.checks.partition import PartitionReport, check_partition
+from logtool.checks.logdir_set import check_log_dir_set
+from logtool.checks.partition import PartitionReport, check_partition, check_segments, finish_partition
+from logtool.checks.segment import Lens
+from logtool.checks.shutdown import check_clean_shutdown
+from logtool.store.gentle import Gentle
 from logtool.store.layout import PathKind, kind_of
 from logtool.store.partition import Partition
+
+
+def fsck_code(operational: bool, worst: Severity | None, fail_on: Severity) -> int:
+    """fsck's codes: 8 operational error, 4 problems found, 0 clean."""
+    if operational:
+        return 8
+    return 4 if worst is not None and worst >= fail_on else 0
 
 
 @dataclass(slots=True)
@@ -34,10 +47,8 @@ class Report:
                 "warnings": sev.count(Severity.WARNING), "infos": sev.count(Severity.INFO)}
 
     def exit_code(self, fail_on: Severity = Severity.WARNING) -> int:
-        """fsck's codes: 8 operational error, 4 problems found, 0 clean."""
-        if self.operational_error:
-            return 8
-        return 4 if any(f.severity >= fail_on for f in self.all_findings()) else 0
+        worst = max((f.severity for f in self.all_findings()), default=None)
+        return fsck_code(self.operational_error, worst, fail_on)
 
     def to_dict(self) -> dict:
         return {"log_dirs": [d.to_dict() for d in self.log_dirs], "partitions": [p.to_dict() for p in self.partitions],
@@ -46,10 +57,12 @@ class Report:
 
 @dataclass(slots=True, frozen=True)
 class Target:
-    """One unit of work: a partition dir, or a single segment file."""
+    """One unit of work: a partition dir, or a single segment file; for the audit also a piece of a partition
+    dir too large for one task: its segments with base offsets in [first, end) (end None: to the last)."""
 
     path: Path
     single_file: bool = False
+    piece: tuple[int, int | None] | None = None
 
 
 def plan(paths: list[Path], report: Report) -> list[Target]:
@@ -76,30 +89,76 @@ def plan(paths: list[Path], report: Report) -> list[Target]:
     return targets
 
 
-def check_target(target: Target, deep: bool) -> PartitionReport:
+def _unreadable(target: Target, e: OSError) -> Finding:
+    return finding("UNREADABLE", f"{target.path}: {e.strerror or e}", str(target.path))
+
+
+def check_target(target: Target, deep: bool, reading: Gentle | None = None, lens: Lens | None = None) -> PartitionReport:
+    """Check one target, reading under `reading` and feeding `lens` every batch. A piece is only walked:
+    `finish_pieces` runs the partition-level checks once over all of a partition's pieces."""
     try:
         part = Partition.from_segment_file(target.path) if target.single_file else Partition.from_dir(target.path)
     except OSError as e:
         rep = PartitionReport(str(target.path), None, None)
-        rep.findings.append(finding("UNREADABLE", f"{target.path}: {e.strerror or e}", str(target.path)))
+        rep.findings.append(_unreadable(target, e))
         return rep
+    for seg in part.segments:
+        seg.reading = reading
     try:
-        return check_partition(part, deep)
+        if target.piece is None:
+            return check_partition(part, deep, lens)
+        bases = [s.base_offset for s in part.segments]
+        first, end = target.piece
+        which = range(bisect.bisect_left(bases, first), len(bases) if end is None else bisect.bisect_left(bases, end))
+        return check_segments(part, deep, which, lens)
     finally:
         part.close()
 
 
+def finish_pieces(pieces: list[tuple[Target, PartitionReport]]) -> PartitionReport:
+    """One partition's report from the reports of its pieces: segments in order, then the partition-level
+    checks. The pieces' own findings (unreadable files) are kept once each."""
+    pieces = sorted(pieces, key=lambda piece: piece[0].piece[0])
+    target, head = pieces[0]
+    rep = PartitionReport(head.path, head.topic, head.partition, head.dir_kind)
+    for _, piece in pieces:
+        rep.segments += piece.segments
+        rep.findings += [f for f in piece.findings if f not in rep.findings]
+    try:
+        part = Partition.from_dir(target.path)
+    except OSError as e:
+        if (f := _unreadable(target, e)) not in rep.findings:
+            rep.findings.append(f)
+        return rep
+    finish_partition(part, rep)
+    return rep
+
+
 def run(paths: list[Path], deep: bool, on_target: Callable[[Target], None] | None = None,
-        targets_known: Callable[[int], None] | None = None) -> Report:
+        targets_known: Callable[[int], None] | None = None, reading: Gentle | None = None) -> Report:
     report = Report()
     targets = plan(paths, report)
+    check_log_dir_set(report.log_dirs)
     if targets_known:
         targets_known(len(targets))
     for t in targets:
-        rep = check_target(t, deep)
+        rep = check_target(t, deep, reading)
         if any(f.name == "UNREADABLE" for f in rep.findings):
             report.operational_error = True
         report.partitions.append(rep)
         if on_target:
             on_target(t)
+    check_across_files(report)
     return report
+
+
+def check_across_files(report: Report) -> None:
+    """The checks between each log dir's root files and its partitions, once every partition was walked."""
+    for ld in report.log_dirs:
+        check_log_dir_files(ld, [p for p in report.partitions if Path(p.path).parent == Path(ld.path)])
+
+
+def check_log_dir_files(ld: LogDirReport, parts: Sequence[PartitionReport]) -> None:
+    """One log dir's root files against its partitions (the audit calls it per log dir, on an executor)."""
+    check_checkpoints(ld, parts)
+    check_clean_shutdown(ld, parts)

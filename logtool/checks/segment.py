@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from logtool.checks.catalog import Finding, finding
 from logtool.checks.expected_index import TxnTracker
@@ -11,6 +12,12 @@ from logtool.format.batch import MAX_SEGMENT_BYTES, BatchView, codec_name
 from logtool.store.segment import Segment, Walk
 
 _RELATIVE_MAX = 2**31 - 1
+
+
+class Lens(Protocol):
+    """Anything fed every batch of a segment's valid prefix, in file order."""
+
+    def feed(self, view: BatchView) -> None: ...
 
 
 @dataclass(slots=True)
@@ -30,6 +37,9 @@ class SegmentReport:
     codecs: set[str] = field(default_factory=set)
     indexes: dict[str, int | None] = field(default_factory=dict)  # suffix -> size, None when missing
     findings: list[Finding] = field(default_factory=list)
+    # (leader epoch, first offset, last offset) of each run of v2 batches stamped with one epoch, for the
+    # leader-epoch-checkpoint check; a handful per segment, so it is gathered here rather than walked again.
+    epoch_runs: list[tuple[int, int, int]] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {
@@ -49,6 +59,7 @@ class _BatchRules:
         self.rep, self.name, self.base = rep, seg.log_path.name, seg.base_offset
         self.prev_last: int | None = None
         self.codec_ids: set[int] = set()
+        self.epoch, self.run_start = -1, 0  # leader epoch of the current run of batches, and its first offset
 
     def feed(self, v: BatchView) -> None:
         # Runs once per batch on the shallow path: plain field reads only (BatchView properties cost a call).
@@ -69,6 +80,8 @@ class _BatchRules:
         if v.base_offset is None:
             self._report("LEGACY_WRAPPER_UNREADABLE", f"compressed wrapper at byte {v.position} (last offset {last}) "
                                                       f"cannot be decompressed", v, last)
+        if v.partition_leader_epoch != self.epoch:
+            self._new_epoch_run(v.partition_leader_epoch, first)
         rep.last_offset = self.prev_last = last
         if rep.max_timestamp is None or v.max_timestamp > rep.max_timestamp:
             rep.max_timestamp = v.max_timestamp
@@ -87,7 +100,17 @@ class _BatchRules:
     def _report(self, kind: str, message: str, v: BatchView, offset: int) -> None:
         self.rep.findings.append(finding(kind, message, self.name, v.position, offset))
 
+    def _new_epoch_run(self, epoch: int, first: int) -> None:
+        self._close_epoch_run()
+        self.epoch, self.run_start = epoch, first
+
+    def _close_epoch_run(self) -> None:
+        # v0/v1 entries carry epoch -1: they belong to no run.
+        if self.epoch >= 0 and self.prev_last is not None:
+            self.rep.epoch_runs.append((self.epoch, self.run_start, self.prev_last))
+
     def finish(self) -> None:
+        self._close_epoch_run()
         self.rep.codecs = {codec_name(c) for c in self.codec_ids}
 
 
@@ -102,11 +125,13 @@ def _stop_finding(seg: Segment, walk: Walk, active: bool) -> Finding:
                    seg.log_path.name, stop.position, offset)
 
 
-def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | None = None) -> SegmentReport:
+def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | None = None,
+                  lens: Lens | None = None) -> SegmentReport:
     """Walk one segment once; every lens sees every batch of the valid prefix. Raises OSError if unreadable.
 
     `txns` carries open transactions from the partition's earlier segments; without it the segment is
-    taken on its own (first offsets of transactions opened before it are then unknown)."""
+    taken on its own (first offsets of transactions opened before it are then unknown). `lens` is one more
+    lens fed in the same walk, for callers that keep something per batch (the audit's replica rows)."""
     rep = SegmentReport(seg.log_path.name, seg.base_offset, seg.size)
     rules = _BatchRules(seg, rep)
     lenses: list = [rules]
@@ -124,6 +149,8 @@ def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | Non
     index_checks.append(TxnIndexCheck(seg.path_with(".txnindex"), seg.base_offset, seg.buf,
                                       txns if txns is not None else TxnTracker(history_complete=False)))
     lenses += index_checks
+    if lens is not None:
+        lenses.append(lens)
     txn = seg.path_with(".txnindex")
     if txn.exists():
         rep.indexes["txnindex"] = txn.stat().st_size

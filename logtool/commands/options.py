@@ -9,3 +9,15 @@ paths_argument = click.argument("paths", nargs=-1, required=True, type=click.Pat
 format_option = click.option("--format", "fmt", type=click.Choice(["text", "json", "jsonl"]), default="text",
                              show_default=True, help="text for people, json (one document) or jsonl for machines")
 deep_option = click.option("--deep", is_flag=True, help="also decompress and check every record")
+fail_on_option = click.option("--fail-on", type=click.Choice(["warning", "error"]), default="warning", show_default=True,
+                              help="the least severity that makes the exit code 4")
+max_read_rate_option = click.option(
+    "--max-read-rate", type=click.FloatRange(min=0, min_open=True), metavar="MB/s",
+    help="read segments at most this fast (MB = 10^6 bytes), to share the disk with a live broker")
+
+
+def spare_page_cache_option(default: bool):
+    return click.option(
+        "--spare-page-cache/--no-spare-page-cache", default=default, show_default=True,
+        help="give the pages this run brings into the page cache back once read, and leave the pages that "
+             "were cached before (a live broker's) where they are")

@@ -17,50 +17,87 @@ class MetaError(Exception):
 @dataclass(slots=True, frozen=True)
 class Checkpoint:
     version: int
-    entries: tuple[tuple[str, ...], ...]  # each line split on whitespace
+    entries: tuple[tuple[str | int, ...], ...]  # one tuple per entry line, numbers already parsed
 
 
-def parse_checkpoint(text: str, fields: int) -> Checkpoint:
-    """Kafka's `CheckpointFile` container: version 0, a count, then `count` lines of `fields` fields."""
-    lines = text.split("\n")
-    if not text.strip():
+# Field types of a checkpoint line: Java int, Java long, or free text (a topic name).
+INT = (-(2**31), 2**31 - 1)
+LONG = (-(2**63), 2**63 - 1)
+TEXT = None
+Field = tuple[int, int] | None
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # what Java's BufferedReader.readLine splits on
+_JAVA_SPACES = re.compile(r"[ \t\n\x0b\f\r]+")  # Java's \s
+_JAVA_INTEGER = re.compile(r"[+-]?[0-9]+")  # what Integer.parseInt / Long.parseLong accept
+
+
+def _java_number(text: str, bounds: tuple[int, int]) -> int | None:
+    if not _JAVA_INTEGER.fullmatch(text):
+        return None
+    value = int(text)
+    return value if bounds[0] <= value <= bounds[1] else None
+
+
+def _java_split(line: str) -> list[str]:
+    """`Pattern.compile("\\s+").split(line)`: a leading separator leaves an empty first field, trailing
+    empty fields are dropped, and an empty line is one empty field."""
+    parts = _JAVA_SPACES.split(line)
+    while len(parts) > 1 and parts[-1] == "":
+        parts.pop()
+    return parts
+
+
+def _entry(line: str, fields: tuple[Field, ...]) -> tuple[str | int, ...] | None:
+    parts = _java_split(line)
+    if len(parts) != len(fields):
+        return None
+    out: list[str | int] = []
+    for part, bounds in zip(parts, fields):
+        value = part if bounds is None else _java_number(part, bounds)
+        if value is None:
+            return None
+        out.append(value)
+    return tuple(out)
+
+
+def parse_checkpoint(text: str, fields: tuple[Field, ...]) -> Checkpoint:
+    """Kafka's `CheckpointFile` reader, rule for rule: an empty file or one without a count line has no
+    entries; otherwise version 0, a count, then exactly `count` lines of `fields`. Blank lines, padding
+    and numbers out of range are malformed, as Java's parsers make them."""
+    lines = _LINE_BREAK.split(text)
+    if lines[-1] == "":  # readLine does not return an empty line after the last line break
+        lines.pop()
+    if not lines:
         return Checkpoint(0, ())
-    try:
-        version = int(lines[0].strip())
-    except ValueError:
-        raise MetaError(f"malformed version line: {lines[0]!r}") from None
+    version = _java_number(lines[0], INT)
+    if version is None:
+        raise MetaError(f"Malformed line in checkpoint file: line 1 {lines[0]!r} is not a version number")
     if version != 0:
         raise MetaError(f"Unrecognised version:{version}, expected version: 0")
-    if len(lines) < 2 or not lines[1].strip():
+    if len(lines) < 2:
         return Checkpoint(0, ())
-    try:
-        count = int(lines[1].strip())
-    except ValueError:
-        raise MetaError(f"malformed count line: {lines[1]!r}") from None
-    body = [ln for ln in lines[2:] if ln.strip()]
+    count = _java_number(lines[1], INT)
+    if count is None:
+        raise MetaError(f"Malformed line in checkpoint file: line 2 {lines[1]!r} is not an entry count")
     entries = []
-    for line in body:
-        parts = tuple(line.split())
-        if len(parts) != fields or not all(_is_long(p) for p in parts[-2 if fields == 3 else 0 :]):
-            raise MetaError(f"Malformed line in checkpoint file: {line!r}")
-        entries.append(parts)
+    for number, line in enumerate(lines[2:], start=3):
+        entry = _entry(line, fields)
+        if entry is None:
+            raise MetaError(f"Malformed line in checkpoint file: line {number} {line!r}")
+        entries.append(entry)
     if len(entries) != count:
         raise MetaError(f"Expected [{count}] entries in checkpoint file, but found only [{len(entries)}]")
     return Checkpoint(version, tuple(entries))
 
 
-def _is_long(text: str) -> bool:
-    return re.fullmatch(r"-?\d{1,19}", text) is not None
-
-
 def offset_checkpoint(text: str) -> dict[tuple[str, int], int]:
     """`<topic> <partition> <offset>` checkpoints (recovery point, high watermark, log start, cleaner)."""
-    return {(t, int(p)): int(o) for t, p, o in parse_checkpoint(text, 3).entries}
+    return {(t, p): o for t, p, o in parse_checkpoint(text, (TEXT, INT, LONG)).entries}
 
 
 def leader_epochs(text: str) -> list[tuple[int, int]]:
     """`leader-epoch-checkpoint`: (epoch, start offset) pairs in file order."""
-    return [(int(e), int(o)) for e, o in parse_checkpoint(text, 2).entries]
+    return [(e, o) for e, o in parse_checkpoint(text, (INT, LONG)).entries]
 
 
 def decode_uuid(text: str) -> bytes:
@@ -92,6 +129,44 @@ def partition_metadata(text: str) -> tuple[int, str]:
     if decode_uuid(topic_id) == bytes(16):
         raise MetaError("Invalid topic ID in partition metadata file (the zero UUID)")
     return version, topic_id
+
+
+@dataclass(slots=True, frozen=True)
+class MetaIdentity:
+    """Who a log dir belongs to, as Kafka reads meta.properties (`MetaProperties.Builder(props).build()`)."""
+
+    version: int
+    cluster_id: str | None
+    node_id: int | None  # broker.id in version 0, node.id in version 1
+    directory_id: str | None
+
+
+# The field each version reads as the node id; the other one is ignored by Kafka.
+NODE_ID_FIELD = {0: "broker.id", 1: "node.id"}
+
+
+def meta_identity(props: dict[str, str]) -> MetaIdentity:
+    """Kafka's rules: version 0 when absent; version 1 requires node.id and cluster.id; ids are Java ints;
+    directory.id is a Uuid outside the 100 ids Kafka reserves."""
+    version = _java_number(props.get("version", "0"), INT)
+    if version not in NODE_ID_FIELD:
+        raise MetaError(f"unknown meta.properties version {props.get('version')!r}")
+    id_field = NODE_ID_FIELD[version]
+    node_id = None
+    if id_field in props:
+        node_id = _java_number(props[id_field], INT)
+        if node_id is None:
+            raise MetaError(f"Failed to parse {id_field} property as an int: {props[id_field]!r}")
+    cluster_id = props.get("cluster.id")
+    missing = [name for name, value in (("node.id", node_id), ("cluster.id", cluster_id)) if value is None]
+    if version == 1 and missing:
+        raise MetaError(f"version 1 requires {' and '.join(missing)}")
+    directory_id = props.get("directory.id")
+    if directory_id is not None:
+        raw = decode_uuid(directory_id)
+        if raw[:8] == bytes(8) and int.from_bytes(raw[8:], "big") < 100:
+            raise MetaError(f"directory.id {directory_id} is one of the ids Kafka reserves")
+    return MetaIdentity(version, cluster_id, node_id, directory_id)
 
 
 def properties(text: str) -> dict[str, str]:

@@ -87,6 +87,8 @@ def render_inventory(report: Report) -> None:
             out.print(f"  {name}: {n} entries")
         if d.clean_shutdown_marker:
             out.print("  .kafka_cleanshutdown present (the broker will skip recovery)")
+        for f in d.findings:  # what is wrong with the log-dir files listed above
+            out.print(finding_line(f))
     table = Table(show_lines=False)
     for col in ("partition", "status", "segments", "bytes", "offsets", "timestamps", "magic", "codecs", "indexes", "other files"):
         table.add_column(col)

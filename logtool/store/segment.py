@@ -8,9 +8,13 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from logtool.format.batch import BatchView, FrameStop, read_entry
 from logtool.format.records import RecordError, first_legacy_offset, iter_records, parse_control
+
+if TYPE_CHECKING:
+    from logtool.store.gentle import Gentle, Pacer
 
 
 # The walker hands back the pages it has passed every RELEASE_EVERY bytes, so the resident set stays flat
@@ -61,16 +65,23 @@ class Segment:
     base_offset: int
     _buf: object = field(default=None, repr=False)
     _size: int = 0
+    reading: "Gentle | None" = None  # paces reads and spares the page cache (store/gentle.py); None: neither
+    _pacer: "Pacer | None" = field(default=None, repr=False)
 
     def open(self) -> "Segment":
         if self._buf is None:
             self._buf, self._size = open_readonly(self.log_path)
+            if self.reading is not None:
+                self._pacer = self.reading.open(self.log_path, self._size)
         return self
 
     def close(self) -> None:
         if isinstance(self._buf, mmap.mmap):
             self._buf.close()
         self._buf = None
+        if self._pacer is not None:
+            self._pacer.close()  # after unmapping: pages still mapped cannot leave the page cache
+            self._pacer = None
 
     def __enter__(self) -> "Segment":
         return self.open()
@@ -100,9 +111,12 @@ class Segment:
         walk = result if result is not None else Walk(end)
         walk.size = end
         pos = released = start
+        every = self.reading.every if self.reading is not None else RELEASE_EVERY
         while True:
-            if pos - released >= RELEASE_EVERY:
+            if pos - released >= every:
                 released = _release(buf, released, pos)
+                if self._pacer is not None:
+                    self._pacer.passed(released)
             entry = read_entry(buf, pos, end)
             if entry is None:
                 break

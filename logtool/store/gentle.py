@@ -1,0 +1,175 @@
+"""Gentle reading, for audits of live brokers: a cap on the read rate, and a page cache left as it was found.
+
+A `Gentle` policy rides on each `Segment` (its `reading` field). The walker calls the policy's per-file
+`Pacer` every `every` bytes, right after it has unmapped the pages it passed, and once more when the
+segment is closed. The pacer then
+- sleeps as long as it takes to keep the bytes read under `max_rate` bytes per second, counted over the
+  policy's whole life (one Spark task, or one `logtool verify` run);
+- with `spare_cache`, gives back to the kernel (`posix_fadvise(DONTNEED)`) the pages this read brought
+  into the page cache, and leaves every page that was cached before: residency is probed with `mincore`
+  ahead of the walker, before any of our reads could have touched those pages.
+
+Every uncertainty errs towards keeping pages: a broker page we evict costs it a disk read, while a page
+of ours we keep costs nothing the kernel cannot reclaim. So when `mincore` cannot be trusted (Linux shows
+page-cache residency only to a process that owns the file or may write it) or cannot be called at all,
+nothing is dropped; pages the kernel read ahead beyond a probe count as cached before.
+"""
+from __future__ import annotations
+
+import ctypes
+import mmap
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+PAGE = mmap.PAGESIZE
+# How often the walker calls back: often enough to pace smoothly at a few MB/s.
+EVERY = 4 << 20
+# How far ahead of the walker residency is probed: beyond what the kernel may already be reading ahead for
+# our faults (read_ahead_kb, often 128 KiB, 8 MiB on some virtual disks, plus the async window after it),
+# so that what a probe sees cached was cached by someone else.
+LOOKAHEAD = 64 << 20
+# The page cache holds files in folios of up to 2 MiB, aligned to their size, and the kernel drops a folio
+# only when the whole of it lies in the range and none of it is mapped: drops stop at this alignment below
+# the walker, whose current folio is still partly mapped.
+FOLIO = 2 << 20
+_LOW_BIT = bytes(i & 1 for i in range(256))  # mincore's vector: bit 0 is residency, the rest reserved
+
+
+@dataclass(slots=True)
+class Throttle:
+    """Keeps the bytes spent under `rate` per second since the throttle was made, by sleeping."""
+
+    rate: float  # bytes per second
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+    spent: int = 0
+    start: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.start = self.clock()
+
+    def spend(self, n: int) -> None:
+        self.spent += n
+        ahead = self.spent / self.rate - (self.clock() - self.start)
+        if ahead > 0:
+            self.sleep(ahead)
+
+
+@dataclass(slots=True)
+class Gentle:
+    """The reading policy: a rate cap (None: none) and whether to spare the page cache."""
+
+    throttle: Throttle | None = None
+    spare_cache: bool = False
+    every: int = EVERY
+
+    def open(self, path: Path, size: int) -> "Pacer":
+        return Pacer(self, path, size)
+
+
+def gentle(max_rate_mb: float | None, spare_cache: bool) -> Gentle | None:
+    """The policy for `--max-read-rate MB/s` and `--spare-page-cache`; None when neither asks for one."""
+    if max_rate_mb is None and not spare_cache:
+        return None
+    return Gentle(Throttle(max_rate_mb * 1e6) if max_rate_mb is not None else None, spare_cache)
+
+
+class Pacer:
+    """One segment file under a `Gentle` policy: paces its bytes and gives back the pages it brought in."""
+
+    def __init__(self, policy: Gentle, path: Path, size: int) -> None:
+        self.throttle, self.size, self.counted = policy.throttle, size, 0
+        self.fd: int | None = None
+        self.cached = bytearray()  # one byte per page from 0: 1 when it was in the page cache before we read
+        self.dropped = 0  # pages below this index have been given back (or kept)
+        if policy.spare_cache and size and _mincore_sees_cache(path):
+            self.fd = os.open(path, os.O_RDONLY)
+            self._probe(min(size, LOOKAHEAD))
+
+    def passed(self, pos: int) -> None:
+        """Every byte below `pos` has been read and unmapped."""
+        self._spend(pos)
+        if self.fd is not None:
+            self._drop(pos // FOLIO * FOLIO // PAGE)
+            self._probe(min(self.size, pos + LOOKAHEAD))
+
+    def close(self) -> None:
+        """The segment's mapping is gone: the rest of the file can be given back."""
+        self._spend(self.size)
+        if self.fd is not None:
+            self._probe(self.size)  # a batch longer than the lookahead may have outrun the probes
+            self._drop(len(self.cached))
+            os.close(self.fd)
+            self.fd = None
+
+    def _spend(self, pos: int) -> None:
+        if self.throttle is not None and pos > self.counted:
+            self.throttle.spend(pos - self.counted)
+        self.counted = max(self.counted, pos)
+
+    def _probe(self, end: int) -> None:
+        start = len(self.cached) * PAGE
+        if end > start:
+            self.cached += residency(self.fd, start, end - start)
+
+    def _drop(self, upto: int) -> None:
+        """Give back the pages below index `upto` that were not cached before we read them, in runs."""
+        upto = min(upto, len(self.cached))
+        page = self.cached.find(0, self.dropped, upto)
+        while page != -1:
+            run = self.cached.find(1, page, upto)
+            run = upto if run == -1 else run
+            os.posix_fadvise(self.fd, page * PAGE, (run - page) * PAGE, os.POSIX_FADV_DONTNEED)
+            page = self.cached.find(0, run, upto)
+        self.dropped = max(self.dropped, upto)
+
+
+def _mincore_sees_cache(path: Path) -> bool:
+    """Linux reports page-cache residency of a file mapping only to its owner or to a process that may write
+    the file (mm/mincore.c, `can_do_mincore`); anyone else sees only its own mapped pages."""
+    try:
+        if os.stat(path).st_uid == os.geteuid():
+            return True
+        return os.access(path, os.W_OK, effective_ids=os.access in os.supports_effective_ids)
+    except OSError:
+        return False
+
+
+def residency(fd: int, offset: int, length: int) -> bytes:
+    """One byte per page of [offset, offset + length) (offset page-aligned): 1 when the page is in the page
+    cache. Reports every page as cached when the probe cannot be made, so that nothing is dropped."""
+    pages = -(-length // PAGE)
+    libc = _libc()
+    if libc is None:
+        return b"\x01" * pages
+    addr = libc.mmap(None, length, mmap.PROT_READ, mmap.MAP_SHARED, fd, offset)
+    if addr in (None, ctypes.c_void_p(-1).value):
+        return b"\x01" * pages
+    try:
+        vec = (ctypes.c_ubyte * pages)()
+        if libc.mincore(addr, length, vec) != 0:
+            return b"\x01" * pages
+        return bytes(vec).translate(_LOW_BIT)
+    finally:
+        libc.munmap(addr, length)
+
+
+@cache
+def _libc() -> ctypes.CDLL | None:
+    """libc with the prototypes `residency` needs (mapping a range without faulting it in), or None."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.mmap.restype = ctypes.c_void_p
+        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                              ctypes.c_int64]
+        libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_ubyte)]
+        libc.mincore.restype = ctypes.c_int
+        libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        libc.munmap.restype = ctypes.c_int
+        return libc
+    except (OSError, AttributeError):
+        return None
