@@ -32,3 +32,10 @@ def read_varint(buf, pos: int, end: int) -> tuple[int, int]:
 def read_varlong(buf, pos: int, end: int) -> tuple[int, int]:
     """Signed 64-bit zig-zag varlong at `pos`: (value, next position)."""
     return _read_zigzag(buf, pos, end, 64)
+
+
+def read_unsigned_varint(buf, pos: int, end: int) -> tuple[int, int]:
+    """Unsigned 32-bit varint at `pos` (`ByteUtils.readUnsignedVarint`, the protocol's compact lengths).
+    Zig-zag is a bijection on 32-bit values, so this re-encodes what `read_varint` decoded."""
+    v, pos = read_varint(buf, pos, end)
+    return ((v << 1) ^ (v >> 31)) & 0xFFFFFFFF, pos

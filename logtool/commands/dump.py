@@ -1,0 +1,91 @@
+"""`logtool dump`: the records of an offset or time range, as kafka-dump-log prints them or as JSON."""
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+
+import click
+
+from logtool import decoders
+from logtool.commands.find import open_partition, parse_time
+from logtool.commands.options import format_option
+from logtool.render import dump_json, dump_text
+from logtool.store.ranges import Plan, Stats, plan, read_range
+
+
+def _decoder(name: str | None) -> decoders.Decoder:
+    try:
+        return decoders.get(name or "utf8")
+    except decoders.DecoderError as e:
+        raise click.UsageError(str(e)) from None
+
+
+def _time(text: str | None) -> int | None:
+    return None if text is None else parse_time(text)
+
+
+@click.command("dump")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--from-offset", type=click.IntRange(min=0), help="first offset (inclusive)")
+@click.option("--to-offset", type=click.IntRange(min=0), help="last offset (inclusive)")
+@click.option("--from-time", help="start at the first record at or after this time (epoch ms or ISO-8601)")
+@click.option("--to-time", help="end before the first record after this time (epoch ms or ISO-8601)")
+@click.option("--max-records", type=click.IntRange(min=1), help="stop after this many records (batches with --batches-only)")
+@click.option("--batches-only", is_flag=True, help="one line or object per batch; records are not decoded")
+@click.option("--print-data", is_flag=True, help="text: print keys and payloads (kafka-dump-log's --print-data-log)")
+@click.option("--key-decoder", metavar="NAME", help="how keys are shown: utf8 (default), hex, base64, json, none, or a plugin")
+@click.option("--value-decoder", metavar="NAME", help="how values and header values are shown (same names)")
+@click.option("--salvage", is_flag=True, help="after damage, resume at the next batch that validates, marking skipped bytes")
+@format_option
+def command(path: Path, from_offset: int | None, to_offset: int | None, from_time: str | None, to_time: str | None,
+            max_records: int | None, batches_only: bool, print_data: bool, key_decoder: str | None,
+            value_decoder: str | None, salvage: bool, fmt: str) -> int:
+    """Print the records of a partition dir or .log file, from any offset or time range.
+
+    Offsets are inclusive. A time range becomes an offset range as Kafka's ListOffsets answers it: from the
+    first record at or after --from-time, up to the last record before the first one after --to-time.
+    Damaged segments are read up to where their valid prefix ends, which one line says; --salvage reads on
+    past the damage. Text follows kafka-dump-log.sh --deep-iteration (--print-data-log with --print-data).
+
+    Exit 0: read to the end of the range; 4: damage was met; 8: operational error; 16: usage error.
+    """
+    key, value = _decoder(key_decoder), _decoder(value_decoder)
+    start_ms, end_ms = _time(from_time), _time(to_time)
+    if (from_offset is not None and to_offset is not None and to_offset < from_offset) or \
+            (start_ms is not None and end_ms is not None and end_ms < start_ms):
+        raise click.UsageError("the range ends before it starts")
+    part = open_partition(path)
+    stats = Stats()
+    try:
+        p = plan(part, from_offset, to_offset, start_ms, end_ms)
+        events = read_range(part, p, stats, salvage=salvage, batches_only=batches_only, limit=max_records)
+        out = sys.stdout
+        if isinstance(out, io.TextIOWrapper):  # a key or value the terminal's encoding lacks is escaped, not fatal
+            out.reconfigure(errors="backslashreplace")
+        if fmt == "text":
+            show_data = print_data or key_decoder is not None or value_decoder is not None  # as Kafka's tool
+            dump_text.render(events, out, key if show_data else None, value if show_data else None)
+        elif fmt == "jsonl":
+            dump_json.write_lines(events, out, key, value)
+        else:
+            head = {"path": str(path), "first_offset": p.first, "last_offset": p.last}
+            dump_json.write_document(events, out, key, value, head, stats, lambda: _notes(p, stats, batches_only))
+    except OSError as e:
+        if isinstance(e, BrokenPipeError):
+            raise  # the reader went away: cli.main leaves quietly
+        raise click.ClickException(f"{getattr(e, 'filename', None) or path}: {e.strerror or e}") from None
+    finally:
+        part.close()
+    if fmt != "json":
+        for note in _notes(p, stats, batches_only):
+            print(f"logtool: {note}", file=sys.stderr)
+    return 4 if stats.damaged else 0
+
+
+def _notes(p: Plan, stats: Stats, batches_only: bool) -> list[str]:
+    """What the user should know when the output is shorter than asked: why, and what the log holds."""
+    notes = list(p.notes)
+    if not (stats.batches if batches_only else stats.records):
+        notes.append(f"no {'batches' if batches_only else 'records'} from {p.describe()}")
+    return notes

@@ -1,0 +1,103 @@
+"""`logtool dump` as JSON Lines (one object per record, or per batch with --batches-only, plus one per
+damage met) or as one JSON document holding the same objects under "events".
+
+Every object has a "type": "record", "batch", "damage" (a segment's valid prefix ended: where, why, how
+many bytes follow), "skipped" (bytes --salvage passed over) or "records_unreadable" (a batch whose records
+could not all be decoded). Record objects are built as text rather than through json.dumps of a dict:
+the batch part is encoded once per batch, keys and values go through the decoders' JSON encoders. This
+is about a third of a dump's time (`make bench`, bench/results/dump.md).
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from json.encoder import encode_basestring_ascii as _string  # json.dumps of one str, without its overhead
+from typing import TextIO
+
+from logtool.decoders import Decoder
+from logtool.format.batch import BatchView
+from logtool.store.ranges import BatchRead, Control, Damage, Event, Skipped, Stats
+
+
+def _dumps(obj: object) -> str:
+    return json.dumps(obj, separators=(",", ":"))
+
+
+def batch_dict(segment: str, v: BatchView) -> dict:
+    return {
+        "segment": segment, "base_offset": v.base_offset, "last_offset": v.last_offset, "position": v.position,
+        "size": v.size, "magic": v.magic, "codec": v.codec_name, "count": v.count, "crc": v.crc_stored,
+        "timestamp_type": v.timestamp_type, "max_timestamp": v.max_timestamp, "producer_id": v.producer_id,
+        "producer_epoch": v.producer_epoch, "base_sequence": v.base_sequence,
+        "is_transactional": v.is_transactional, "is_control": v.is_control,
+        "partition_leader_epoch": v.partition_leader_epoch,
+        "delete_horizon_ms": v.first_timestamp if v.has_delete_horizon else None,
+    }
+
+
+def objects(events: Iterable[Event], key: Decoder, value: Decoder) -> Iterable[str]:
+    """One JSON text per object, batch by batch (several records' lines joined in one string)."""
+    kj, vj = key.json_fragment, value.json_fragment
+    for ev in events:
+        if isinstance(ev, BatchRead):
+            v = ev.view
+            batch = batch_dict(ev.segment.log_path.name, v)
+            if ev.records is None:
+                yield _dumps({"type": "batch", **batch})
+                continue
+            tail = f',"batch":{_dumps(batch)}}}'  # encoded once per batch
+            ts_type = v.timestamp_type
+            controls = ev.controls
+            lines = []
+            # Tuple unpacking: a NamedTuple's attribute reads cost more than the formatting around them.
+            for i, (offset, ts, k, val, headers, seq, _crc, _valid) in enumerate(ev.records):
+                if headers:
+                    hs = "[" + ",".join(
+                        f'{{"key":{_string(h.key.decode("utf-8", "backslashreplace"))},'
+                        f'"value":{"null" if h.value is None else vj(h.value)}}}' for h in headers) + "]"
+                else:
+                    hs = "[]"
+                control = "null" if controls is None else _control(controls[i])
+                lines.append(
+                    f'{{"type":"record","offset":{offset},"timestamp":{ts},"timestamp_type":"{ts_type}",'
+                    f'"key":{"null" if k is None else kj(k)},"value":{"null" if val is None else vj(val)},'
+                    f'"headers":{hs},"key_size":{-1 if k is None else len(k)},'
+                    f'"value_size":{-1 if val is None else len(val)},"sequence":{seq},"control":{control}'
+                    + tail)
+            if ev.problem is not None:
+                lines.append(_dumps({"type": "records_unreadable", "segment": ev.problem.file,
+                                     "position": ev.problem.position, "finding": ev.problem.to_dict()}))
+            if lines:
+                yield "\n".join(lines)
+        elif isinstance(ev, Damage):
+            f = ev.finding
+            yield _dumps({"type": "damage", "segment": f.file, "position": f.position,
+                          "bytes_following": ev.bytes_following, "finding": f.to_dict()})
+        elif isinstance(ev, Skipped):
+            yield _dumps({"type": "skipped", "segment": ev.segment.log_path.name, "start": ev.start,
+                          "end": ev.end, "bytes": ev.end - ev.start, "resumed": ev.resumed})
+
+
+def _control(c: Control) -> str:
+    m = c.marker
+    return _dumps({"type": m.type_name, "type_id": m.type_id, "coordinator_epoch": m.coordinator_epoch,
+                   "data": c.data})
+
+
+def write_lines(events: Iterable[Event], out: TextIO, key: Decoder, value: Decoder) -> None:
+    for text in objects(events, key, value):
+        out.write(text + "\n")
+
+
+def write_document(events: Iterable[Event], out: TextIO, key: Decoder, value: Decoder, head: dict,
+                   stats: Stats, notes: Callable[[], list[str]]) -> None:
+    """One document, streamed: `head` fields, then "events" as they come, then the `notes` known once
+    the events are read, and a "summary"."""
+    out.write('{' + ",".join(f"{_dumps(k)}:{_dumps(v)}" for k, v in head.items()) + ',"events":[')
+    sep = "\n"
+    for text in objects(events, key, value):
+        out.write(sep + text.replace("\n", ",\n"))
+        sep = ",\n"
+    summary = {"segments_read": stats.segments_read, "batches": stats.batches, "records": stats.records,
+               "damaged": stats.damaged}
+    out.write(f'\n],"notes":{_dumps(notes())},"summary":{_dumps(summary)}}}\n')

@@ -1,0 +1,95 @@
+"""`logtool dump` as text: the lines of `kafka-dump-log.sh --deep-iteration [--print-data-log]`.
+
+The words and their order follow Kafka's DumpLogSegments as ported to Java
+(`tools/src/main/java/org/apache/kafka/tools/DumpLogSegments.java`, apache/kafka commit 04b05179): no stray
+`}` after a legacy record's CRC, `LeaderChange: {json}` for LEADER_CHANGE records (FORMAT.md §16.2 lists
+the older Scala forms; §16.4 the differences). Where Kafka would stop with a stack trace or print bytes it
+cannot trust, logtool prints one line of its own, which no Kafka line starts with:
+`Reading stopped at byte ...`, `Skipped ... bytes ...` (with --salvage) and `Reading records stopped ...`.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import TextIO
+
+from logtool.decoders import Decoder
+from logtool.format.batch import BatchView
+from logtool.format.records import Record
+from logtool.store.ranges import BatchRead, Control, Damage, Event, SegmentStart, Skipped
+
+# Kafka's labels for KRaft control records whose value it prints as JSON (others: `controlType: NAME(id)`).
+_KRAFT_LABELS = {2: " LeaderChange: ", 3: " SnapshotHeader ", 4: " SnapshotFooter ", 5: " KRaftVersion ",
+                 6: " KRaftVoters "}
+
+
+def _bool(b: bool) -> str:
+    return "true" if b else "false"
+
+
+def batch_line(v: BatchView) -> str:
+    """`printBatchLevel`: one line per batch; `position` is the batch's byte position in its file."""
+    if v.magic >= 2:
+        horizon = f"OptionalLong[{v.first_timestamp}]" if v.has_delete_horizon else "OptionalLong.empty"
+        head = (f"baseOffset: {v.base_offset} lastOffset: {v.last_offset} count: {v.count} "
+                f"baseSequence: {v.base_sequence} lastSequence: {v.last_sequence} producerId: {v.producer_id} "
+                f"producerEpoch: {v.producer_epoch} partitionLeaderEpoch: {v.partition_leader_epoch} "
+                f"isTransactional: {_bool(v.is_transactional)} isControl: {_bool(v.is_control)} "
+                f"deleteHorizonMs: {horizon}")
+    else:
+        head = f"offset: {v.last_offset}"
+    return (f"{head} position: {v.position} {v.timestamp_type}: {v.max_timestamp} size: {v.size} "
+            f"magic: {v.magic} compresscodec: {v.codec_name} crc: {v.crc_stored} isvalid: {_bool(v.is_valid)}")
+
+
+def record_line(v: BatchView, r: Record, control: Control | None, key: Decoder | None,
+                value: Decoder | None) -> str:
+    """`printRecordMetadata` + `printControlRecord` + `printRecordContents`; `key`/`value` None: no data."""
+    parts = [f"| offset: {r.offset} {v.timestamp_type}: {r.timestamp} "
+             f"keySize: {-1 if r.key is None else len(r.key)} valueSize: {-1 if r.value is None else len(r.value)}"]
+    if v.magic >= 2:
+        keys = ",".join(h.key.decode("utf-8", "replace") for h in r.headers)  # Java decodes keys as Strings
+        parts.append(f" sequence: {r.sequence} headerKeys: [{keys}]")
+    if r.legacy_crc is not None:
+        parts.append(f" isValid: {_bool(bool(r.legacy_valid))} crc: {r.legacy_crc}")
+    if control is not None:
+        parts.append(_control_part(control))
+    elif key is not None and value is not None:
+        if r.key is not None and key.shown:
+            parts.append(f" key: {key.text(r.key)}")
+        if r.value is not None and value.shown:
+            parts.append(f" payload: {value.text(r.value)}")
+    return "".join(parts)
+
+
+def _control_part(c: Control) -> str:
+    m = c.marker
+    if m.coordinator_epoch is not None:
+        return f" endTxnMarker: {m.type_name} coordinatorEpoch: {m.coordinator_epoch}"
+    if c.data is not None:
+        return _KRAFT_LABELS[m.type_id] + json.dumps(c.data, separators=(",", ":"), ensure_ascii=False)
+    return f" controlType: {m.type_name}({m.type_id})"
+
+
+def render(events: Iterable[Event], out: TextIO, key: Decoder | None, value: Decoder | None) -> None:
+    """Write the events as lines; `key`/`value` None: record lines without keys and payloads."""
+    for ev in events:
+        if isinstance(ev, BatchRead):
+            lines = [batch_line(ev.view)]
+            if ev.records is not None:
+                controls = ev.controls
+                lines += [record_line(ev.view, r, controls[i] if controls is not None else None, key, value)
+                          for i, r in enumerate(ev.records)]
+            if ev.problem is not None:
+                f = ev.problem
+                lines.append(f"Reading records stopped in the batch at byte {f.position} of {f.file}: "
+                             f"{f.code} {f.name}: {f.message}")
+            out.write("\n".join(lines) + "\n")
+        elif isinstance(ev, SegmentStart):
+            out.write(f"Dumping {ev.segment.log_path}\nLog starting offset: {ev.segment.base_offset}\n")
+        elif isinstance(ev, Damage):
+            f = ev.finding
+            out.write(f"Reading stopped at byte {f.position} of {f.file}: {f.code} {f.name}: {f.message}\n")
+        elif isinstance(ev, Skipped):
+            why = f"a valid batch starts at byte {ev.end}" if ev.resumed else "no valid batch follows in the file"
+            out.write(f"Skipped {ev.end - ev.start} bytes of {ev.segment.log_path.name} from byte {ev.start}: {why}\n")

@@ -1,0 +1,224 @@
+"""Reading the records of an offset range of a partition, as `logtool dump` shows them.
+
+`plan` turns the user's bounds into an inclusive offset range and a place to start reading: times become
+offsets the way Kafka's ListOffsets answers them (`seek_timestamp`), the start is found with `seek_offset`.
+`read_range` then walks the segments from there (the walker decides every batch boundary and where each
+valid prefix ends) and yields events: batches with their records in range, the damage that stopped a
+segment, and, with salvage, the byte ranges skipped to reach the next batch that validates.
+Memory stays flat: one batch's records are held at a time.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from logtool.checks.catalog import Finding, finding
+from logtool.format.batch import BatchView
+from logtool.format.kraft import control_value
+from logtool.format.records import ControlRecord, Record, RecordError, iter_records, parse_control
+from logtool.store.partition import Partition
+from logtool.store.salvage import next_batch
+from logtool.store.seek import SeekError, seek_offset, seek_timestamp
+from logtool.store.segment import Segment, Walk
+
+
+@dataclass(slots=True)
+class Plan:
+    first: int | None  # inclusive offset bounds; None: unbounded
+    last: int | None
+    segment: int | None  # index of the segment to start in; None: nothing to read
+    position: int = 0  # where to start walking in it
+    notes: list[str] = field(default_factory=list)  # why the range is empty or shorter than asked
+    seek_bytes: int = 0  # log bytes the seeks read
+
+    def describe(self) -> str:
+        lo = "the log start" if self.first is None else f"offset {self.first}"
+        hi = "the log end" if self.last is None else f"offset {self.last}"
+        return f"{lo} to {hi}"
+
+
+def plan(part: Partition, from_offset: int | None = None, to_offset: int | None = None,
+         from_time: int | None = None, to_time: int | None = None) -> Plan:
+    """The offset range and start position for these bounds (all inclusive, any may be None)."""
+    p = Plan(from_offset, to_offset, 0 if part.segments else None)
+    if from_time is not None:
+        try:
+            hit = seek_timestamp(part, from_time)
+            p.seek_bytes += hit.cost.log_bytes_read
+            p.first = hit.offset if p.first is None else max(p.first, hit.offset)
+        except SeekError as e:
+            p.notes.append(str(e))
+            p.segment = None
+    if to_time is not None:
+        try:
+            # The first record after the end time, as ListOffsets finds it: the range ends just before it.
+            hit = seek_timestamp(part, to_time + 1)
+            p.seek_bytes += hit.cost.log_bytes_read
+            p.last = hit.offset - 1 if p.last is None else min(p.last, hit.offset - 1)
+        except SeekError:
+            pass  # no record is later than the end time: the range runs to the log end
+    if p.first is not None and p.last is not None and p.first > p.last:
+        p.notes.append(f"the range is empty: it starts at offset {p.first} and ends at offset {p.last}")
+        p.segment = None
+    if p.segment is not None and p.first is not None:
+        _start_at(part, p)
+    return p
+
+
+def _start_at(part: Partition, p: Plan) -> None:
+    i = part.floor_segment(p.first)
+    if i is None:
+        return  # the range starts before the first segment: read from the log start
+    p.segment = i
+    try:
+        hit = seek_offset(part, p.first)
+    except SeekError as e:
+        # Beyond the valid records: read the segment where the offset would be, to say whether damage
+        # holds it (and, with salvage, to look past that damage).
+        p.notes.append(str(e))
+        return
+    p.seek_bytes += hit.cost.log_bytes_read
+    if hit.segment is part.segments[i]:
+        p.position = hit.batch.position
+    # Otherwise the offset lies past the valid records of segment i, in a gap or in damage: reading
+    # segment i from its start tells which, and reports the damage if it is that.
+
+
+class Control(NamedTuple):
+    marker: ControlRecord  # the type (and a transaction marker's coordinator epoch)
+    data: dict | None  # a KRaft control record's decoded value, None for transaction markers
+
+
+class SegmentStart(NamedTuple):
+    segment: Segment
+
+
+class BatchRead(NamedTuple):
+    segment: Segment
+    view: BatchView
+    records: list[Record] | None  # the records in range; None when only batches are read
+    controls: list[Control] | None  # one per record, for control batches
+    problem: Finding | None  # why the records stop short, when they cannot all be decoded
+
+
+class Damage(NamedTuple):
+    segment: Segment
+    finding: Finding  # what the walker stopped at; its position is where reading stopped
+    bytes_following: int
+
+
+class Skipped(NamedTuple):
+    segment: Segment
+    start: int
+    end: int  # where a valid batch starts again, or the end of the file
+    resumed: bool  # a valid batch starts at `end`
+
+
+Event = SegmentStart | BatchRead | Damage | Skipped
+
+
+@dataclass(slots=True)
+class Stats:
+    segments_read: int = 0
+    log_bytes_walked: int = 0  # bytes of the batches the walker passed, in range or not
+    records: int = 0
+    batches: int = 0
+    damaged: bool = False  # a walk stopped before the end of a file, or records could not be decoded
+
+
+def read_range(part: Partition, p: Plan, stats: Stats, salvage: bool = False, batches_only: bool = False,
+               limit: int | None = None) -> Iterator[Event]:
+    """Events in log order for the range of `p`; `limit` caps records (batches with `batches_only`)."""
+    if p.segment is None:
+        return
+    first = p.first if p.first is not None else -(2**63)
+    last = p.last if p.last is not None else 2**63
+    active = part.segments[-1]
+    for seg in part.segments[p.segment :]:
+        position = p.position if seg is part.segments[p.segment] else 0
+        with seg:
+            stats.segments_read += 1
+            started = False
+            while True:
+                walk = Walk(seg.size)
+                for view in seg.walk(walk, start=position):
+                    stats.log_bytes_walked += view.size
+                    base = view.base_offset if view.base_offset is not None else view.last_offset
+                    if base > last:
+                        return
+                    if view.last_offset < first:
+                        continue
+                    if not started:
+                        started = True
+                        yield SegmentStart(seg)
+                    if batches_only:
+                        stats.batches += 1
+                        yield BatchRead(seg, view, None, None, None)
+                        if limit is not None and stats.batches >= limit:
+                            return
+                        continue
+                    room = None if limit is None else limit - stats.records
+                    records, controls, problem = _records(seg, view, first, last, room)
+                    stats.batches += 1
+                    stats.records += len(records)
+                    stats.damaged |= problem is not None
+                    yield BatchRead(seg, view, records, controls, problem)
+                    if limit is not None and stats.records >= limit:
+                        return
+                if walk.stop is None:
+                    break
+                stats.damaged = True
+                if not started:
+                    started = True
+                    yield SegmentStart(seg)
+                yield Damage(seg, _damage(seg, walk, seg is active), walk.size - walk.stop.position)
+                if not salvage:
+                    break
+                resume = next_batch(seg.buf, walk.stop.position + 1, seg.size, seg.base_offset)
+                yield Skipped(seg, walk.stop.position, seg.size if resume is None else resume, resume is not None)
+                if resume is None:
+                    break
+                position = resume
+            if not started:  # a segment the range passes through is announced even when it adds nothing
+                yield SegmentStart(seg)
+
+
+def _records(seg: Segment, view: BatchView, first: int, last: int,
+             room: int | None) -> tuple[list[Record], list[Control] | None, Finding | None]:
+    """The records of `view` within [first, last] (at most `room`), their control values in a control
+    batch, and the finding that stopped decoding early, if one did."""
+    records: list[Record] = []
+    controls: list[Control] | None = [] if view.is_control else None
+    whole = view.base_offset is not None and first <= view.base_offset and view.last_offset <= last
+    if whole and controls is None and (room is None or (view.count is not None and view.count <= room)):
+        try:
+            return list(iter_records(seg.buf, view)), None, None  # the common case, kept cheap
+        except RecordError:
+            pass  # decoded again below, to keep the records before the one that fails
+    try:
+        for rec in iter_records(seg.buf, view):
+            if rec.offset < first:
+                continue
+            if rec.offset > last or (room is not None and len(records) >= room):
+                break
+            if controls is not None:
+                marker = parse_control(rec)
+                controls.append(Control(marker, control_value(marker.type_id, rec.value)))
+            records.append(rec)
+    except RecordError as e:
+        if view.is_control:
+            name = "CONTROL_RECORD_INVALID"
+        else:
+            name = "LEGACY_WRAPPER_UNREADABLE" if view.base_offset is None else "RECORDS_UNREADABLE"
+        return records, controls, finding(name, str(e), seg.log_path.name, view.position, view.base_offset)
+    return records, controls, None
+
+
+def _damage(seg: Segment, walk: Walk, active: bool) -> Finding:
+    stop = walk.stop
+    # Zeros at the end of the active segment are preallocation, as verify reports them.
+    name = "PREALLOCATED_TAIL" if stop.reason == "ZERO_TAIL" and active else stop.reason
+    offset = walk.stop_view.base_offset if walk.stop_view is not None else None
+    return finding(name, f"{stop.detail}; {walk.size - stop.position} bytes follow", seg.log_path.name,
+                   stop.position, offset)

@@ -1,0 +1,511 @@
+"""`logtool dump`: records against kafka-python's reader on every generated and real log, range semantics,
+damage, text lines against Kafka's own values, decoders, and the command in a shell pipeline."""
+from __future__ import annotations
+
+import base64
+import codecs
+import hashlib
+import io
+import json
+import random
+import re
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from kafka.record import MemoryRecords
+
+from conftest import KAFKA_WRITTEN, LOGTOOL, kafka_case, require, run_logtool
+from fixtures import generator as g
+from logtool import decoders
+from logtool.cli import cli
+from logtool.format.batch import read_entry
+from logtool.format.kraft import control_value
+from logtool.format.records import Record, RecordError, parse_control
+from logtool.render import dump_json, dump_text
+from logtool.store.partition import Partition
+from logtool.store.ranges import BatchRead, Control, Skipped, Stats, plan, read_range
+from test_generated_matrix import MATRIX, spec
+from test_real_fixtures import REAL, TARGETS, kp_read, partition_dirs
+
+B64 = ("--format", "jsonl", "--key-decoder", "base64", "--value-decoder", "base64")
+
+
+def dump(*args: str) -> tuple[int, str, str]:
+    """`logtool dump` in-process (the whole fixture set through subprocesses would take minutes)."""
+    r = CliRunner().invoke(cli, ["dump", *map(str, args)], standalone_mode=False, catch_exceptions=False)
+    return r.return_value, r.stdout, r.stderr
+
+
+def objects(text: str) -> list[dict]:
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def records_of(text: str) -> list[tuple]:
+    """(offset, timestamp, key, value, headers) of the record objects of base64 JSON Lines."""
+    unb64 = lambda s: None if s is None else base64.b64decode(s)  # noqa: E731
+    return [(o["offset"], o["timestamp"], unb64(o["key"]), unb64(o["value"]),
+             tuple((h["key"], unb64(h["value"])) for h in o["headers"]))
+            for o in objects(text) if o["type"] == "record"]
+
+
+def kafka_python_records(part_dir: Path) -> list[tuple]:
+    """kafka-python's records of every segment the partition walks, in offset order."""
+    out = []
+    for seg in Partition.from_dir(part_dir).segments:
+        for b in kp_read(seg.log_path).batches:
+            out += [(o, -1 if t is None else t, k, v, h) for o, t, k, v, h in b.records]
+    return out
+
+
+# ------------------------------------------------------------------ every log against kafka-python
+
+@pytest.mark.parametrize("lib,magic,codec", MATRIX)
+def test_generated_logs_match_kafka_python(tmp_path, lib, magic, codec):
+    part = g.write_partition(tmp_path, "topic-a.b", 3, g.build_batches(spec(lib, magic, codec)), segment_bytes=3000).path
+    rc, out, err = dump(part, *B64)
+    theirs = kafka_python_records(part)
+    assert rc == 0 and err == ""
+    assert len(Partition.from_dir(part).segments) > 1 and len(theirs) == 12 * 6
+    assert records_of(out) == theirs
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_real_logs_match_kafka_python(target):
+    for part in partition_dirs(target):
+        if not any(part.glob("*.log")):
+            continue
+        rc, out, _err = dump(part, *B64)
+        assert rc == 0, f"{part}: exit {rc}"
+        assert records_of(out) == kafka_python_records(part), part
+
+
+# --------------------------------------------------------------------------------------- ranges
+
+def offsets(*args: str) -> list[int]:
+    rc, out, _ = dump(*args, "--format", "jsonl")
+    assert rc == 0
+    return [o["offset"] for o in objects(out) if o["type"] == "record"]
+
+
+@pytest.mark.parametrize("case", ["v2-compacted", "v2-mixed-codecs", "v1-gzip", "v0-snappy", "v2-idempotent-txn"])
+def test_offset_ranges(case):
+    """Every start and end around batch edges, inside compressed batches, in compaction gaps, across
+    segment boundaries, before the log start and beyond the log end."""
+    part = kafka_case(case)
+    every = [r[0] for r in kafka_python_records(part)]
+    batches = [(b.base_offset, b.last_offset) for s in Partition.from_dir(part).segments
+               for b in kp_read(s.log_path).batches]
+    probes = sorted({x + d for b in batches for x in b for d in (-1, 0, 1)} | {0, every[-1] + 5})
+    pairs = [(lo, hi) for lo in probes for hi in probes if 0 <= lo <= hi]
+    for lo, hi in random.Random(case).sample(pairs, 100):
+        assert offsets(part, "--from-offset", lo, "--to-offset", hi) == [o for o in every if lo <= o <= hi], (lo, hi)
+
+
+def test_range_inside_one_compressed_batch(tmp_path):
+    s = spec("aiokafka", 2, "zstd")
+    part = g.write_partition(tmp_path, "t", 0, g.build_batches(s), segment_bytes=3000).path
+    every = [r[0] for r in kafka_python_records(part)]
+    start, end = every[20], every[22]  # records 2..4 of the fourth batch
+    assert offsets(part, "--from-offset", start, "--to-offset", end) == every[20:23]
+
+
+def test_compaction_gap_starts_at_next_record():
+    part = kafka_case("v2-compacted")
+    assert offsets(part, "--from-offset", 435, "--max-records", 2) == [441, 454]  # 435..439 were compacted away
+    assert offsets(part, "--from-offset", 473, "--to-offset", 474) == [474]  # a hole inside batch 472..478
+    assert offsets(part, "--from-offset", 0, "--max-records", 1) == [431]  # before the log start
+
+
+def test_range_across_segments():
+    part = kafka_case("v2-none-mixed")
+    bases = [s.base_offset for s in Partition.from_dir(part).segments]
+    got = offsets(part, "--from-offset", bases[2] - 3, "--to-offset", bases[3] + 2)
+    assert got == list(range(bases[2] - 3, bases[3] + 3))
+
+
+def test_beyond_the_log_end():
+    rc, out, err = dump(kafka_case("v2-compacted"), "--from-offset", 600)
+    assert rc == 0 and "after the last valid offset" in err and "429..562" in err
+    assert "no records from offset 600" in err
+    # A torn tail: the offsets asked for may be in the damaged bytes, so the damage is reported.
+    rc, out, err = dump(kafka_case("corrupt-torn-tail"), "--from-offset", 475, "--format", "jsonl")
+    damage = [o for o in objects(out) if o["type"] == "damage"]
+    assert rc == 4 and len(damage) == 1 and damage[0]["finding"]["name"] == "TORN_BATCH"
+    assert [o for o in objects(out) if o["type"] == "record"] == []
+
+
+def test_time_ranges():
+    """Times become offsets as ListOffsets answers them: from the first record at or after --from-time, to
+    the last record before the first one after --to-time; epoch ms and ISO-8601 alike."""
+    part = kafka_case("v2-none-mixed")
+    recs = kafka_python_records(part)
+    stamps = sorted({r[1] for r in recs})
+    for lo, hi in [(stamps[10], stamps[200]), (stamps[0] - 5, stamps[3]), (stamps[300] + 1, stamps[-1] + 99)]:
+        start = next(i for i, r in enumerate(recs) if r[1] >= lo)
+        stop = next((i for i, r in enumerate(recs) if r[1] > hi), len(recs))
+        assert offsets(part, "--from-time", lo, "--to-time", hi) == [r[0] for r in recs[start:stop]]
+    iso = "2023-11-14T22:13:20.500Z"  # epoch ms 1700000000500
+    assert offsets(part, "--from-time", iso, "--max-records", 5) == offsets(part, "--from-time", 1700000000500, "--max-records", 5)
+    rc, _out, err = dump(part, "--from-time", stamps[-1] + 1)
+    assert rc == 0 and "no record has a timestamp at or after" in err
+
+
+def test_max_records_and_batches_only():
+    part = kafka_case("v2-mixed-codecs")
+    assert len(offsets(part, "--max-records", 7)) == 7
+    rc, out, _ = dump(part, "--batches-only", "--format", "jsonl", "--max-records", 3)
+    got = objects(out)
+    assert rc == 0 and [o["type"] for o in got] == ["batch"] * 3
+    first = kp_read(Partition.from_dir(part).segments[0].log_path).batches[0]
+    assert (got[0]["base_offset"], got[0]["last_offset"], got[0]["codec"], got[0]["crc"]) == \
+        (first.base_offset, first.last_offset, first.codec, first.crc)
+
+
+def test_jsonl_fields_and_control_records():
+    rc, out, _ = dump(kafka_case("v2-idempotent-txn"), "--format", "jsonl")
+    recs = [o for o in objects(out) if o["type"] == "record"]
+    assert rc == 0
+    assert {"offset", "timestamp", "timestamp_type", "key", "value", "headers", "batch"} <= set(recs[0])
+    assert set(recs[0]["batch"]) >= {"base_offset", "last_offset", "position", "magic", "codec", "producer_id",
+                                     "producer_epoch", "base_sequence", "is_transactional", "is_control",
+                                     "partition_leader_epoch"}
+    markers = [o for o in recs if o["control"] is not None]
+    assert {m["control"]["type"] for m in markers} == {"COMMIT", "ABORT"}
+    assert all(m["batch"]["is_control"] and m["control"]["coordinator_epoch"] is not None for m in markers)
+    headed = next(o for o in recs if o["headers"])
+    assert headed["headers"][0] == {"key": "trace-id", "value": None}
+
+
+def test_json_document_streams_the_same_objects():
+    part = kafka_case("corrupt-bitflip-last-segment")
+    rc, lines, _ = dump(part, "--format", "jsonl")
+    rc2, doc, _ = dump(part, "--format", "json")
+    doc = json.loads(doc)
+    assert rc == rc2 == 4
+    assert doc["events"] == objects(lines)
+    assert doc["summary"]["damaged"] is True and doc["summary"]["records"] == len(records_of_plain(lines))
+
+
+def records_of_plain(text: str) -> list[dict]:
+    return [o for o in objects(text) if o["type"] == "record"]
+
+
+# --------------------------------------------------------------------------------------- damage
+
+def test_damaged_segment_dumped_up_to_its_valid_prefix():
+    case = require(KAFKA_WRITTEN / "corrupt-bitflip-last-segment")
+    expected = json.loads((case / "expected.json").read_text())
+    cut = next(s for s in expected["segmentRecover"] if s["truncatedBytes"])
+    rc, out, _ = dump(kafka_case("corrupt-bitflip-last-segment"), "--format", "jsonl")
+    objs = objects(out)
+    damage = [o for o in objs if o["type"] == "damage"]
+    assert rc == 4 and len(damage) == 1
+    d = damage[0]
+    assert d["bytes_following"] == cut["truncatedBytes"] and d["finding"]["name"] == "CRC_MISMATCH"
+    assert max(o["offset"] for o in objs if o["type"] == "record") == cut["lastValidOffset"]
+    assert objs[-1] == d  # nothing of the damaged segment is read past it
+    rc, text, _ = dump(kafka_case("corrupt-bitflip-last-segment"))
+    last = text.splitlines()[-1]
+    assert re.fullmatch(rf"Reading stopped at byte {d['position']} of {d['segment']}: LT101 CRC_MISMATCH: "
+                        rf"Record is corrupt \(stored crc = \d+, computed crc = \d+\); {d['bytes_following']} bytes follow", last)
+
+
+def test_zero_tail_of_the_active_segment():
+    rc, out, _ = dump(kafka_case("v2-crash-preallocated"), "--format", "jsonl")
+    damage = [o for o in objects(out) if o["type"] == "damage"]
+    assert rc == 4 and [d["finding"]["name"] for d in damage] == ["PREALLOCATED_TAIL"]
+    assert damage[0]["bytes_following"] == 21136
+
+
+# ------------------------------------------------------------------------------------- text lines
+
+V2_BATCH = ("baseOffset: 0 lastOffset: 0 count: 1 baseSequence: -1 lastSequence: -1 producerId: -1 producerEpoch: -1 "
+            "partitionLeaderEpoch: 0 isTransactional: false isControl: false deleteHorizonMs: OptionalLong.empty "
+            "position: 0 CreateTime: 1700000000000 size: 70 magic: 2 compresscodec: none crc: 3919285720 isvalid: true")
+# FORMAT.md §17: the batches as hex, and the lines §17 (v2) and §16.2's templates (v1, v0) give for them.
+VECTORS = {
+    "00000000000000000000003a0000000002e99b8dd80000000000000000018bcfe568000000018bcfe56800ffffffffffffffffffffffffffff0000000110000000026b027600":
+        [V2_BATCH, "| offset: 0 CreateTime: 1700000000000 keySize: 1 valueSize: 1 sequence: -1 headerKeys: [] key: k payload: v"],
+    "00000000000000000000001839268c3301000000018bcfe56800000000016b0000000176":
+        ["offset: 0 position: 0 CreateTime: 1700000000000 size: 36 magic: 1 compresscodec: none crc: 958827571 isvalid: true",
+         "| offset: 0 CreateTime: 1700000000000 keySize: 1 valueSize: 1 isValid: true crc: 958827571 key: k payload: v"],
+    "00000000000000000000000fd20cbff50000ffffffff0000000176":
+        ["offset: 0 position: 0 NoTimestampType: -1 size: 27 magic: 0 compresscodec: none crc: 3524050933 isvalid: true",
+         "| offset: 0 NoTimestampType: -1 keySize: -1 valueSize: 1 isValid: true crc: 3524050933 payload: v"],
+}
+
+
+@pytest.mark.parametrize("hexdata", VECTORS)
+def test_format_md_vectors(tmp_path, hexdata):
+    log = tmp_path / "vec-0" / "00000000000000000000.log"
+    log.parent.mkdir()
+    log.write_bytes(bytes.fromhex(hexdata))
+    rc, out, _ = dump(log, "--print-data")
+    assert rc == 0
+    assert out.splitlines() == [f"Dumping {log}", "Log starting offset: 0", *VECTORS[hexdata]]
+    _rc, batches, _ = dump(log, "--batches-only")
+    assert batches.splitlines()[2:] == VECTORS[hexdata][:1]
+    _rc, meta, _ = dump(log)  # --deep-iteration without --print-data-log: no key, no payload
+    assert meta.splitlines()[3] == VECTORS[hexdata][1].split(" key: ")[0].split(" payload: ")[0]
+
+
+def _bool(b: bool) -> str:
+    return "true" if b else "false"
+
+
+def legacy_crcs(log: Path) -> list[int]:
+    """kafka-python's CRC of every legacy record (inner messages of wrappers included), in log order."""
+    mr, out = MemoryRecords(log.read_bytes()), []
+    while mr.has_next():
+        batch = mr.next_batch()
+        if batch.magic < 2:
+            out += [r.checksum for r in batch]
+    return out
+
+
+def kafka_lines(case: str) -> list[str]:
+    """The lines kafka-dump-log --deep-iteration prints for a Kafka-written case, built with §16.2's
+    templates from the values Kafka's own iterator recorded in expected.json (legacy inner CRCs, which
+    expected.json does not record, from kafka-python)."""
+    expected = json.loads((require(KAFKA_WRITTEN / case) / "expected.json").read_text())
+    part = kafka_case(case)
+    lines = []
+    for seg in expected["asWritten"]["segments"]:
+        log = part / seg["log"]["file"]
+        lines += [f"Dumping {log}", f"Log starting offset: {seg['baseOffset']}"]
+        crcs = legacy_crcs(log)
+        i = 0
+        for b in seg["log"]["batches"]:
+            if b["magic"] >= 2:
+                horizon = "OptionalLong.empty" if b["deleteHorizonMs"] is None else f"OptionalLong[{b['deleteHorizonMs']}]"
+                head = (f"baseOffset: {b['baseOffset']} lastOffset: {b['lastOffset']} count: {b['count']} "
+                        f"baseSequence: {b['baseSequence']} lastSequence: {b['lastSequence']} producerId: {b['producerId']} "
+                        f"producerEpoch: {b['producerEpoch']} partitionLeaderEpoch: {b['partitionLeaderEpoch']} "
+                        f"isTransactional: {_bool(b['isTransactional'])} isControl: {_bool(b['isControl'])} "
+                        f"deleteHorizonMs: {horizon}")
+            else:
+                head = f"offset: {b['lastOffset']}"
+            lines.append(f"{head} position: {b['position']} {b['timestampType']}: {b['maxTimestamp']} size: {b['size']} "
+                         f"magic: {b['magic']} compresscodec: {b['codec']} crc: {b['crc']} isvalid: {_bool(b['isValid'])}")
+            for r in b["records"]:
+                line = (f"| offset: {r['offset']} {b['timestampType']}: {r['timestamp']} keySize: {r['keySize']} "
+                        f"valueSize: {r['valueSize']}")
+                if b["magic"] >= 2:
+                    line += f" sequence: {r['sequence']} headerKeys: [{','.join(h['key'] for h in r['headers'])}]"
+                else:
+                    line += f" isValid: true crc: {crcs[i]}"
+                    i += 1
+                if "controlType" in r:
+                    line += f" endTxnMarker: {r['controlType']} coordinatorEpoch: {r['coordinatorEpoch']}"
+                lines.append(line)
+    return lines
+
+
+CLEAN = sorted(p.name for p in KAFKA_WRITTEN.iterdir() if p.is_dir() and not p.name.startswith("corrupt-")
+               and p.name != "v2-crash-preallocated")
+
+
+@pytest.mark.parametrize("case", CLEAN)
+def test_text_matches_kafkas_values(case):
+    rc, out, _ = dump(kafka_case(case))
+    assert rc == 0
+    assert out.splitlines() == kafka_lines(case)
+
+
+def test_print_data_shows_keys_and_payloads():
+    """Keys as Kafka recorded them, payloads by the sha256 Kafka recorded; bytes that are not UTF-8 are
+    shown escaped (Kafka's StringDecoder would print U+FFFD instead)."""
+    expected = json.loads((KAFKA_WRITTEN / "v2-none-mixed" / "expected.json").read_text())
+    want = [r for s in expected["asWritten"]["segments"] for b in s["log"]["batches"] for r in b["records"]]
+    values = [r[3] for r in kafka_python_records(kafka_case("v2-none-mixed"))]
+    rc, out, _ = dump(kafka_case("v2-none-mixed"), "--print-data")
+    got = [line for line in out.split("\n") if line.startswith("| ")]
+    assert rc == 0 and len(got) == len(want) == len(values)
+    escaped = 0
+    for line, r, value in zip(got, want, values):
+        key = re.search(r" key: (.*?)(?= payload: |$)", line)
+        assert r["key"] is None or key.group(1) == r["key"]
+        payload = line.split(" payload: ", 1)[1] if " payload: " in line else None
+        if r["valueSize"] == -1:
+            assert payload is None
+            continue
+        try:
+            text = value.decode("utf-8")
+        except UnicodeDecodeError:
+            escaped += 1
+            text = value.decode("utf-8", "backslashreplace")
+            assert payload == text and "\\x" in payload
+            continue
+        assert payload == text and hashlib.sha256(payload.encode()).hexdigest()[:16] == r["valueSha256_16"]
+    assert escaped  # the case holds binary values
+
+
+def test_leader_change_records_of_a_real_kraft_log():
+    part = REAL / "FrankXu0908__data_enginnering/kafka-data/data/__cluster_metadata-0"
+    rc, out, _ = dump(require(part))
+    changes = [line for line in out.splitlines() if "LeaderChange" in line]
+    assert rc == 0 and changes
+    assert changes[0].endswith(' LeaderChange: {"version":0,"leaderId":1,"voters":[{"voterId":1}],'
+                               '"grantingVoters":[{"voterId":1}]}')
+    assert all(" key: " not in c and " payload: " not in c for c in changes)
+
+
+def test_kraft_control_values_print_as_kafka_does():
+    """Values laid out as FORMAT.md §2.7 gives them; the expected texts are what kafka-dump-log printed for
+    such records in apache/kafka PR #19729 (KAFKA-19069)."""
+    directory_id = base64.urlsafe_b64decode("tpx8pd1IQDqJwMfGzXj6GA==")
+    voters = (b"\x00\x00" + b"\x02" + (1).to_bytes(4, "big") + directory_id + b"\x02" + b"\x0bCONTROLLER"
+              + b"\x0alocalhost" + (9093).to_bytes(2, "big") + b"\x00" + b"\x00\x00\x00\x01\x00" + b"\x00" + b"\x00")
+    cases = {
+        5: (b"\x00\x00\x00\x01\x00", ' KRaftVersion {"version":0,"kRaftVersion":1}'),
+        6: (voters, ' KRaftVoters {"version":0,"voters":[{"voterId":1,"voterDirectoryId":"tpx8pd1IQDqJwMfGzXj6GA",'
+                    '"endpoints":[{"name":"CONTROLLER","host":"localhost","port":9093}],'
+                    '"kRaftVersionFeature":{"minSupportedVersion":0,"maxSupportedVersion":1}}]}'),
+        3: ((0).to_bytes(2, "big") + (1700000000000).to_bytes(8, "big") + b"\x00",
+            ' SnapshotHeader {"version":0,"lastContainedLogTimestamp":1700000000000}'),
+        4: (b"\x00\x00\x00", ' SnapshotFooter {"version":0}'),
+    }
+    v2 = next(h for h in VECTORS if VECTORS[h][0] == V2_BATCH)
+    view = read_entry(bytes.fromhex(v2), 0, len(v2) // 2)  # the line's batch part: any v2 batch will do
+    for type_id, (value, text) in cases.items():
+        record = Record(0, 0, type_id.to_bytes(4, "big"), value)
+        control = Control(parse_control(record), control_value(type_id, value))
+        assert dump_text.record_line(view, record, control, None, None).endswith(text), type_id
+    with pytest.raises(RecordError):
+        control_value(6, voters[:-5])
+
+
+# ------------------------------------------------------------------------------------------ decoders
+
+def test_decoders():
+    data = b'{"a": [1, "\xc3\xa9"]}\xff'
+    utf8, hexd, b64, js, none = (decoders.get(n) for n in ("utf8", "hex", "base64", "json", "none"))
+    assert utf8.text(data) == '{"a": [1, "é"]}\\xff' and json.loads(utf8.json_fragment(data)) == utf8.text(data)
+    assert hexd.text(b"\x00\xab") == "00ab" and json.loads(hexd.json_fragment(b"\x00\xab")) == "00ab"
+    assert json.loads(b64.json_fragment(data)) == base64.b64encode(data).decode()
+    assert js.text(b'{"a":1}') == '{\n  "a": 1\n}' and json.loads(js.json_fragment(b'{"a":1}')) == {"a": 1}
+    assert js.text(data) == utf8.text(data)  # not JSON: shown as utf8 would
+    assert not none.shown and none.json_fragment(data) == "null"
+    with pytest.raises(decoders.DecoderError, match="utf8, hex, base64, json, none"):
+        decoders.get("nope")
+
+
+def test_decoder_plugins_by_entry_point(tmp_path, monkeypatch):
+    (tmp_path / "rot_plugin.py").write_text(textwrap.dedent("""
+        import codecs
+        from logtool.decoders import Decoder
+
+        class Rot13(Decoder):
+            def text(self, data):
+                return codecs.encode(data.decode(), "rot13")
+    """))
+    info = tmp_path / "rot_plugin-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: rot-plugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[logtool.decoders]\nrot13 = rot_plugin:Rot13\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert "rot13" in decoders.names()
+    part = kafka_case("v2-none-mixed")
+    rc, out, _ = dump(part, "--value-decoder", "rot13", "--key-decoder", "none", "--max-records", 1, "--format", "jsonl")
+    rec = objects(out)[0]
+    plain = kafka_python_records(part)[0][3].decode()
+    assert rc == 0 and rec["key"] is None and rec["key_size"] > 0
+    assert rec["value"] == codecs.encode(plain, "rot13") != plain
+
+
+def test_json_decoder_embeds_values(tmp_path):
+    recs = [[g.Record(b"k", json.dumps({"n": i}).encode(), g.FIXED_TIME_MS)] for i in range(3)]
+    part = g.write_partition(tmp_path, "j", 0, g.build_batches(g.BatchSpec(records=recs))).path
+    rc, out, _ = dump(part, "--format", "jsonl", "--value-decoder", "json")
+    assert rc == 0 and [o["value"] for o in objects(out)] == [{"n": 0}, {"n": 1}, {"n": 2}]
+    rc, text, _ = dump(part, "--value-decoder", "json")
+    assert 'payload: {\n  "n": 0\n}' in text
+
+
+# ----------------------------------------------------------------------------------- the command
+
+def test_usage_and_operational_errors(tmp_path):
+    part = str(kafka_case("v2-none-mixed"))
+    assert run_logtool("dump", part, "--value-decoder", "nope").returncode == 16
+    assert run_logtool("dump", part, "--from-time", "yesterday").returncode == 16
+    assert run_logtool("dump", part, "--from-offset", "9", "--to-offset", "3").returncode == 16
+    p = run_logtool("dump", "/no/such/dir")
+    assert p.returncode == 8 and p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
+    (tmp_path / "x.txt").write_text("hello")
+    assert run_logtool("dump", str(tmp_path / "x.txt")).returncode == 8
+
+
+def test_head_in_a_shell_pipeline(tmp_path):
+    """`dump | head -1` ends as soon as head does, quietly, with exit 0 (the pipe fills long before the end)."""
+    s = g.BatchSpec(batches=400, records_per_batch=50, seed=3)
+    part = g.write_partition(tmp_path, "big", 0, g.build_batches(s)).path
+    assert sum(f.stat().st_size for f in part.glob("*.log")) > 1_000_000
+    for fmt in ("text", "jsonl", "json"):
+        p = subprocess.run(["bash", "-c", f"set -o pipefail; '{LOGTOOL}' dump '{part}' --print-data --format {fmt} | head -1"],
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0 and p.stderr == "", (fmt, p.stderr)
+        assert len(p.stdout.splitlines()) == 1
+
+
+def test_dump_changes_nothing(tmp_path):
+    part = tmp_path / "orders-0"
+    shutil.copytree(kafka_case("corrupt-bitflip-last-segment"), part)
+    state = lambda: {f.name: (f.read_bytes(), f.stat().st_mtime_ns) for f in part.iterdir()}  # noqa: E731
+    before = state()
+    assert dump(part, "--salvage", "--format", "jsonl")[0] == 4
+    assert state() == before
+
+
+# ------------------------------------------------------------------------------- never a traceback
+
+SOURCES = [kafka_case("v2-none-mixed") / "00000000000000000457.log", kafka_case("v2-mixed-codecs") / "00000000000000000413.log",
+           kafka_case("v1-gzip") / "00000000000000000318.log", kafka_case("v2-idempotent-txn") / "00000000000000000288.log"]
+
+
+def dump_bytes(tmp: Path, data: bytes) -> set[int]:
+    """A salvaging dump of `data` as one segment, rendered in every format in-process. Checks that the
+    batches read and the byte ranges skipped tile the file exactly, and that bytes that are not batches
+    are reported; returns the positions of the batches read."""
+    log = tmp / "t-0" / "00000000000000000000.log"
+    log.parent.mkdir(exist_ok=True)
+    log.write_bytes(data)
+    part = Partition.from_dir(log.parent)
+    stats = Stats()
+    try:
+        events = list(read_range(part, plan(part), stats, salvage=True))
+        dump_text.render(events, io.StringIO(), decoders.get("utf8"), decoders.get("json"))
+        dump_json.write_lines(events, io.StringIO(), decoders.get("hex"), decoders.get("json"))
+        dump_json.write_document(events, io.StringIO(), decoders.get("base64"), decoders.get("none"),
+                                 {"path": str(log)}, stats, list)
+    finally:
+        part.close()
+    spans = sorted([(e.view.position, e.view.position + e.view.size) for e in events if isinstance(e, BatchRead)]
+                   + [(e.start, e.end) for e in events if isinstance(e, Skipped)])
+    edges = [0] + [b for _, b in spans]
+    assert [a for a, _ in spans] == edges[:-1] and edges[-1] == len(data), spans
+    assert stats.damaged or stats.batches > 0 or data == b""  # no byte passes unread and unreported
+    return {e.view.position for e in events if isinstance(e, BatchRead)}
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.binary(max_size=4096))
+def test_random_bytes_never_raise(tmp_path, data):
+    dump_bytes(tmp_path, data)  # asserts inside: every byte is read or reported
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(src=st.sampled_from(SOURCES), where=st.floats(0, 1), bit=st.integers(0, 7), cut=st.floats(0.5, 1))
+def test_damaged_kafka_segments_never_raise(tmp_path, src, where, bit, cut):
+    data = bytearray(src.read_bytes()[: int(src.stat().st_size * cut)])
+    i = min(int(len(data) * where), len(data) - 1)
+    data[i] ^= 1 << bit
+    with Partition.from_segment_file(src).segments[0] as seg:
+        intact = {v.position for v in seg.walk() if v.position + v.size <= len(data) and not v.position <= i < v.position + v.size}
+    read = dump_bytes(tmp_path, bytes(data))
+    assert intact <= read  # salvage reads every batch the damage left whole

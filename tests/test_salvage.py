@@ -1,0 +1,145 @@
+"""`dump --salvage` and store/salvage.py: after damage, every batch the damage left whole is read, and every
+byte passed over is reported."""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import random
+
+import pytest
+
+from conftest import kafka_case
+from fixtures import generator as g
+from logtool.store.partition import Partition
+from logtool.store.salvage import next_batch
+from logtool.store.segment import Segment
+from test_dump import B64, dump, kafka_python_records, objects, records_of
+from test_generated_matrix import spec
+
+
+def write(tmp, lib: str, magic: int, codec: str, segment_bytes: int = 1 << 20):
+    return g.write_partition(tmp, "t", 0, g.build_batches(spec(lib, magic, codec)), segment_bytes=segment_bytes).path
+
+
+def entries(log) -> list[g.EntryHeader]:
+    return list(g.iter_entry_headers(log.read_bytes()))
+
+
+@pytest.mark.parametrize("lib,magic,codec", [("kafka-python", 2, "none"), ("aiokafka", 2, "zstd"),
+                                             ("kafka-python", 1, "gzip"), ("aiokafka", 0, "snappy"),
+                                             ("kafka-python", 1, "none")])
+def test_corrupted_middle_batch(tmp_path, lib, magic, codec):
+    part = write(tmp_path, lib, magic, codec)
+    log = next(part.glob("*.log"))
+    before = kafka_python_records(part)
+    heads = entries(log)
+    victim = heads[len(heads) // 2]
+    g.flip_bit(log, victim.position + victim.size - 3)
+    lost = set(range(victim.offset if magic == 2 or codec == "none" else before[0][0], victim.last_offset + 1))
+    if magic < 2 and codec != "none":  # a legacy wrapper covers the offsets since the previous wrapper
+        lost = {o for o in lost if o > heads[len(heads) // 2 - 1].last_offset}
+
+    rc, out, _ = dump(part, *B64)
+    assert rc == 4 and records_of(out) == [r for r in before if r[0] < min(lost)]
+
+    rc, out, _ = dump(part, *B64, "--salvage")
+    assert rc == 4
+    assert records_of(out) == [r for r in before if r[0] not in lost]
+    marks = [o for o in objects(out) if o["type"] in ("damage", "skipped")]
+    assert [(m["type"], m.get("position", m.get("start"))) for m in marks] == [("damage", victim.position), ("skipped", victim.position)]
+    assert (marks[1]["end"], marks[1]["bytes"]) == (victim.position + victim.size, victim.size)
+
+
+def test_several_kinds_of_damage_in_one_segment(tmp_path):
+    part = write(tmp_path, "kafka-python", 2, "gzip")
+    log = next(part.glob("*.log"))
+    before = kafka_python_records(part)
+    heads = entries(log)
+    data = bytearray(log.read_bytes())
+    hit = {2, 5, 8}
+    data[heads[2].position + 70] ^= 0x10  # a flipped bit
+    zero = heads[5]
+    data[zero.position : zero.position + zero.size] = bytes(zero.size)  # a zeroed sector
+    torn = heads[8]
+    garbage = random.Random(1).randbytes(5000)
+    data[torn.position : torn.position + torn.size] = garbage[: torn.size // 2]  # half a batch, then garbage
+    data[torn.position + torn.size // 2 : torn.position + torn.size // 2] = garbage[torn.size // 2 :]
+    log.write_bytes(bytes(data))
+    rc, out, _ = dump(part, *B64, "--salvage")
+    lost = {o for i in hit for o in range(heads[i].offset, heads[i].last_offset + 1)}
+    assert rc == 4 and records_of(out) == [r for r in before if r[0] not in lost]
+    skipped = [o for o in objects(out) if o["type"] == "skipped"]
+    assert [s["start"] for s in skipped] == [heads[2].position, heads[5].position, heads[8].position]
+
+
+def test_text_lines_and_a_damage_with_nothing_after(tmp_path):
+    part = write(tmp_path, "aiokafka", 2, "none")
+    log = next(part.glob("*.log"))
+    size = log.stat().st_size
+    log.write_bytes(log.read_bytes() + bytes(3000))  # a zero tail: nothing to resume at
+    rc, out, _ = dump(part, "--salvage")
+    tail = out.splitlines()[-2:]
+    assert rc == 4
+    assert tail == [f"Reading stopped at byte {size} of {log.name}: LT103 PREALLOCATED_TAIL: 3000 zero bytes after "
+                    f"the last batch (preallocated or zero-filled); 3000 bytes follow",
+                    f"Skipped 3000 bytes of {log.name} from byte {size}: no valid batch follows in the file"]
+
+
+def test_damage_in_an_earlier_segment(tmp_path):
+    """Without --salvage a damaged segment is read up to its valid prefix and the later segments whole;
+    --salvage also reads what follows the damage inside the segment."""
+    part = write(tmp_path, "kafka-python", 2, "lz4", segment_bytes=4000)
+    before = kafka_python_records(part)
+    first = sorted(part.glob("*.log"))[0]
+    heads = entries(first)
+    victim = heads[1]
+    g.flip_bit(first, victim.position + 80)
+    lost = set(range(victim.offset, victim.last_offset + 1))
+    after = {o for h in heads[2:] for o in range(h.offset, h.last_offset + 1)}
+    rc, out, _ = dump(part, *B64)
+    assert rc == 4 and records_of(out) == [r for r in before if r[0] not in lost | after]
+    rc, out, _ = dump(part, *B64, "--salvage")
+    assert rc == 4 and records_of(out) == [r for r in before if r[0] not in lost]
+    # A range that starts after the damage: found by reading the segment past it.
+    start = heads[2].offset + 1
+    rc, out, _ = dump(part, *B64, "--salvage", "--from-offset", start, "--max-records", 3)
+    assert records_of(out) == [r for r in before if r[0] >= start][:3]
+
+
+def test_next_batch_finds_every_boundary():
+    for case in ("v2-none-mixed", "v1-gzip", "v0-snappy", "v2-idempotent-txn"):
+        for seg in Partition.from_dir(kafka_case(case)).segments:
+            with seg:
+                starts = [v.position for v in seg.walk()]
+                assert next_batch(seg.buf, 0, seg.size, seg.base_offset) == (starts[0] if starts else None)
+                for a, b in zip(starts, starts[1:] + [None]):
+                    assert next_batch(seg.buf, a + 1, seg.size, seg.base_offset) == b, (case, seg.log_path.name, a)
+
+
+def test_next_batch_through_zeros_and_garbage(tmp_path):
+    src = kafka_case("v2-mixed-codecs") / "00000000000000000413.log"
+    batch = src.read_bytes()[: entries(src)[0].size]
+    junk = os.urandom(200_000)
+    data = bytes(5 << 20) + junk + batch
+    log = tmp_path / "00000000000000000413.log"
+    log.write_bytes(data)
+    with Segment(log, 413) as seg:
+        assert next_batch(seg.buf, 0, seg.size, 413) == len(data) - len(batch)
+        assert next_batch(seg.buf, 0, seg.size, 413 + 2**31) is None  # its offset cannot be in such a segment
+        assert next_batch(seg.buf, len(data) - len(batch) + 1, seg.size, 413) is None
+
+
+def test_salvaged_json_names_the_finding(tmp_path):
+    part = write(tmp_path, "kafka-python", 2, "snappy")
+    log = next(part.glob("*.log"))
+    victim = entries(log)[3]
+    g.flip_bit(log, victim.position + victim.size - 3)
+    rc, out, _ = dump(part, "--salvage", "--format", "json", "--value-decoder", "base64")
+    doc = json.loads(out)
+    damage = next(e for e in doc["events"] if e["type"] == "damage")
+    assert rc == 4 and doc["summary"]["damaged"]
+    assert damage["finding"]["name"] == "CRC_MISMATCH" and damage["finding"]["offset"] == victim.offset
+    assert damage["bytes_following"] == log.stat().st_size - victim.position
+    values = [base64.b64decode(e["value"]) for e in doc["events"] if e["type"] == "record" and e["value"]]
+    assert values and all(v for v in values)
