@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[test,bench,spark]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -22,6 +22,8 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench.run
 	$(BIN)/python -m bench.index
+	$(BIN)/python -m bench.dump
+	$(BIN)/python -m bench.audit
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -8,11 +8,27 @@ import click
 
 from logtool import __version__
 from logtool.commands import find, index, restore, scan, verify
+from logtool.commands import audit
+from logtool.commands import dump
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_OPERATIONAL, EXIT_USAGE = 0, 4, 8, 16
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _ReaderGone(Exception):
+    """stdout's reader went away during a command."""
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context):
+        # click turns a broken pipe inside a command into exit status 1 ("problems repaired" for us), so it
+        # is taken out of click's hands here and ends in `main` like one met anywhere else.
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            raise _ReaderGone() from None
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="logtool")
 def cli() -> None:
     """Forensics and repair for Apache Kafka log directories, offline.
@@ -27,11 +43,14 @@ cli.add_command(verify.command)
 cli.add_command(find.command)
 cli.add_command(index.group)
 cli.add_command(restore.command)
+cli.add_command(audit.command)
+cli.add_command(dump.command)
 
 
 def main(argv: list[str] | None = None) -> None:
     try:
         rc = cli.main(args=argv, prog_name="logtool", standalone_mode=False)
+        sys.stdout.flush()  # here rather than at interpreter exit, where a closed pipe cannot be handled
     except click.UsageError as e:
         e.show()
         rc = EXIT_USAGE
@@ -41,9 +60,12 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as e:
         e.show()
         rc = EXIT_OPERATIONAL
-    except BrokenPipeError:
-        # The reader went away (`logtool dump | head`): leave quietly, as Unix tools do.
-        sys.stderr.close()
+    except (BrokenPipeError, _ReaderGone):
+        # The reader went away (`logtool dump | head`): leave quietly, as Unix tools do. What stdout still
+        # buffers goes to /dev/null, so the flush at interpreter exit cannot fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
         rc = EXIT_OK
     except KeyboardInterrupt:
         print("logtool: interrupted", file=sys.stderr)

@@ -1,0 +1,111 @@
+"""`logtool audit`: verify a fleet of log dirs as one Spark job, into Parquet tables and a summary."""
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import click
+
+from logtool.checks.catalog import Severity
+from logtool.commands.options import (deep_option, fail_on_option, max_read_rate_option, paths_argument,
+                                      spare_page_cache_option)
+from logtool.render.jsonout import emit_json
+from logtool.spark.session import SparkUnavailable, require, start
+
+
+def _conf(_ctx, _param, values: tuple[str, ...]) -> dict[str, str]:
+    pairs = {}
+    for value in values:
+        key, sep, setting = value.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{value!r} is not KEY=VALUE")
+        pairs[key] = setting
+    return pairs
+
+
+# The masters spark-submit accepts (SparkSubmit.prepareSubmitEnvironment); anything else fails inside the JVM.
+_MASTER = re.compile(r"local(\[[^\]]+\])?|local-cluster\[[^\]]+\]|spark://.+|yarn|k8s://.+")
+
+
+def _master(_ctx, _param, value: str | None) -> str | None:
+    if value is not None and not _MASTER.fullmatch(value):
+        raise click.BadParameter(f"{value!r} is not a Spark master (local[*], spark://HOST:PORT, yarn, k8s://URL)")
+    return value
+
+
+def _check_output(output: str, paths: tuple[Path, ...]) -> None:
+    """The audit writes only to --output, so --output must not lie inside a log dir it reads."""
+    if "://" in output:
+        return
+    target = Path(output).resolve()
+    for p in paths:
+        if target.is_relative_to(p.resolve()):
+            raise click.UsageError(f"--output {output} lies inside {p}: the audit never writes into what it reads")
+
+
+def _one_line(e: Exception) -> str:
+    from pyspark.errors import PythonException
+    from py4j.protocol import Py4JJavaError
+
+    if isinstance(e, Py4JJavaError):
+        return str(e.java_exception.toString()).splitlines()[0]
+    lines = [line for line in str(e).splitlines() if line.strip()] or [type(e).__name__]
+    # An executor's Python error arrives with its traceback: its last line says what went wrong.
+    return lines[-1] if isinstance(e, PythonException) else lines[0]
+
+
+@click.command("audit")
+@paths_argument
+@click.option("--output", "-o", required=True, metavar="DIR",
+              help="where to write findings/, partitions/, divergence/ (Parquet) and summary.json; a path or a URI")
+@click.option("--master", metavar="URL", callback=_master, help="Spark master  [default: local[*], or spark-submit's]")
+@deep_option
+@click.option("--replicas", is_flag=True,
+              help="the PATHs are log dirs of different brokers: also compare the replicas of every partition")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text summary for people, or the summary as JSON")
+@fail_on_option
+@max_read_rate_option
+@spare_page_cache_option(default=True)
+@click.option("--task-bytes", type=click.IntRange(min=1), metavar="BYTES",
+              help="bytes of segments per Spark task  [default: about four tasks per core]")
+@click.option("--conf", "conf", multiple=True, metavar="KEY=VALUE", callback=_conf,
+              help="a Spark setting, as spark-submit's --conf (repeatable)")
+def command(paths: tuple[Path, ...], output: str, master: str | None, deep: bool, replicas: bool, fmt: str,
+            fail_on: str, max_read_rate: float | None, spare_page_cache: bool, task_bytes: int | None,
+            conf: dict[str, str]) -> int:
+    """Verify every partition of many log dirs as one Spark job: Parquet tables of findings and partitions
+    (and replica divergence with --replicas), a summary, and verify's exit codes."""
+    _check_output(output, paths)
+    try:
+        require()
+    except SparkUnavailable as e:
+        raise click.ClickException(str(e)) from None
+    from pyspark.errors import PySparkException
+    from py4j.protocol import Py4JError
+
+    from logtool.render.audit import render_audit
+    from logtool.spark.driver import Audit, run_audit
+    from logtool.spark.task import Settings
+
+    settings = Settings(deep, max_read_rate, spare_page_cache, replicas)
+    audit = Audit(tuple(str(p) for p in paths), output, settings, task_bytes,
+                  Severity.ERROR if fail_on == "error" else Severity.WARNING)
+    began = time.perf_counter()
+    try:
+        spark, started = start(master, conf)
+    except SparkUnavailable as e:
+        raise click.ClickException(str(e)) from None
+    try:
+        summary = run_audit(spark, audit, time.perf_counter() - began if started else None)
+    except (PySparkException, Py4JError) as e:
+        raise click.ClickException(f"the Spark job failed: {_one_line(e)}") from None
+    finally:
+        if started:
+            spark.stop()
+    if fmt == "json":
+        emit_json(summary)
+    else:
+        render_audit(summary)
+    return summary["exit_code"]

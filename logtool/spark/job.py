@@ -1,0 +1,29 @@
+"""`logtool audit` as a Spark application, for any cluster:
+
+    spark-submit --master URL [--py-files logtool.zip] logtool/spark/job.py PATH... --output DIR [options]
+
+It takes exactly the arguments and options of `logtool audit` (`--master` is spark-submit's here) and exits
+with the same codes. The driver needs logtool's dependencies installed; the package itself is shipped to
+the executors by the job.
+"""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+
+def _importable() -> None:
+    # spark-submit runs this file as a script: its own directory is first on sys.path (where its neighbours
+    # would pass for top-level modules), and the checkout holding the package is not on it at all.
+    here = Path(__file__).resolve().parent
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != here]
+    if importlib.util.find_spec("logtool") is None:
+        sys.path.insert(0, str(here.parents[1]))
+
+
+if __name__ == "__main__":
+    _importable()
+    from logtool.cli import main
+
+    main(["audit", *sys.argv[1:]])

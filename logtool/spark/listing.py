@@ -1,0 +1,65 @@
+"""Listing, run on an executor once per PATH: what `verify` plans for it, and the size of every segment, so
+that the driver can balance the tasks by bytes without reading a directory itself."""
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from logtool.checks.run import Report, Target, plan
+from logtool.store.layout import FileKind, classify_file
+
+
+@dataclass(slots=True, frozen=True)
+class Sized:
+    """A target, the log dir it belongs to, and its segments as (base offset, bytes) in offset order."""
+
+    target: Target
+    log_dir: str
+    segments: tuple[tuple[int, int], ...] = ()
+
+    def piece(self, first: int, end: int | None, segments: tuple[tuple[int, int], ...]) -> "Sized":
+        return replace(self, target=replace(self.target, piece=(first, end)), segments=segments)
+
+
+@dataclass(slots=True)
+class Listing:
+    """One PATH as an executor saw it: verify's plan report (log dirs, path findings) and the sized targets."""
+
+    path: str
+    host: str
+    report: Report
+    targets: list[Sized] = field(default_factory=list)
+
+
+def list_path(path: str) -> Listing:
+    report = Report()
+    listing = Listing(str(Path(path)), socket.gethostname(), report)  # named as verify's findings name it
+    for target in plan([Path(path)], report):
+        # A partition's log dir is its parent; a lone segment file's is its partition dir's parent.
+        log_dir = target.path.parent.parent if target.single_file else target.path.parent
+        listing.targets.append(Sized(target, str(log_dir), _segment_sizes(target)))
+    return listing
+
+
+def _segment_sizes(target: Target) -> tuple[tuple[int, int], ...]:
+    """(base offset, bytes) of each `.log` by its name: an estimate for balancing only, one stat per segment
+    (the check task lists the directory again through `Partition`, which decides). What cannot be read counts
+    as nothing; the check task reports it."""
+    if target.single_file:
+        return ((classify_file(target.path.name).base_offset or 0, _size(target.path)),)
+    try:
+        with os.scandir(target.path) as entries:
+            logs = [(name.base_offset, Path(e.path)) for e in entries
+                    if (name := classify_file(e.name)).kind == FileKind.LOG]
+    except OSError:
+        return ()
+    return tuple(sorted((base, _size(path)) for base, path in logs))
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0

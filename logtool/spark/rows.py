@@ -1,0 +1,97 @@
+"""The audit's tables: their Parquet schemas, and the rows built from verify's reports (on the executors)."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pyspark.sql.types import (ArrayType, DoubleType, IntegerType, LongType, StringType, StructField, StructType)
+
+from logtool.checks.catalog import Finding, Severity
+from logtool.spark.listing import Listing
+from logtool.spark.task import Checked, DirFindings
+
+
+def _schema(*fields: tuple[str, object]) -> StructType:
+    return StructType([StructField(name, kind, True) for name, kind in fields])
+
+
+S, I, L, D = StringType(), IntegerType(), LongType(), DoubleType()
+
+FINDINGS = _schema(
+    ("log_dir", S), ("host", S), ("scope", S), ("path", S), ("topic", S), ("partition", I), ("segment", S),
+    ("code", S), ("name", S), ("severity", S), ("file", S), ("position", L), ("offset", L), ("message", S))
+
+SEGMENT = _schema(
+    ("file", S), ("base_offset", L), ("size", L), ("valid_bytes", L), ("first_invalid_position", L), ("batches", L),
+    ("records", L), ("first_offset", L), ("last_offset", L), ("first_timestamp", L), ("max_timestamp", L),
+    ("magic", ArrayType(I)), ("codecs", ArrayType(S)))
+
+PARTITIONS = _schema(
+    ("log_dir", S), ("host", S), ("path", S), ("topic", S), ("partition", I), ("dir_kind", S), ("status", S),
+    ("worst_finding", S), ("errors", I), ("warnings", I), ("infos", I), ("segment_count", I), ("bytes", L),
+    ("valid_bytes", L), ("batches", L), ("records", L), ("first_offset", L), ("last_offset", L),
+    ("first_invalid_segment", S), ("first_invalid_position", L), ("seconds", D), ("segments", ArrayType(SEGMENT)))
+
+BATCHES = _schema(
+    ("log_dir", S), ("topic", S), ("partition", I), ("base_offset", L), ("last_offset", L), ("crc", L),
+    ("leader_epoch", I))
+
+DIVERGENCE = _schema(
+    ("topic", S), ("partition", I), ("replicas", ArrayType(S)), ("first_divergent_offset", L), ("kind", S),
+    ("affected", ArrayType(S)), ("detail", S))
+
+
+def _findings(log_dir: str | None, host: str, scope: str, path: str, topic: str | None, partition: int | None,
+              segment: str | None, findings: Iterable[Finding]) -> list[tuple]:
+    return [(log_dir, host, scope, path, topic, partition, segment, f.code, f.name, str(f.severity), f.file,
+             f.position, f.offset, f.message) for f in findings]
+
+
+def listing_findings(listing: Listing) -> list[tuple]:
+    """Findings about a PATH itself and about the log dirs it names."""
+    rows = _findings(listing.path, listing.host, "path", listing.path, None, None, None, listing.report.findings)
+    for d in listing.report.log_dirs:
+        rows += _findings(d.path, listing.host, "log_dir", d.path, None, None, None, d.findings)
+    return rows
+
+
+def log_dir_findings(d: DirFindings) -> list[tuple]:
+    """Findings a log dir's root files gained against its partitions."""
+    return _findings(d.path, d.host, "log_dir", d.path, None, None, None, d.findings)
+
+
+def outcome_findings(outcome: Checked | DirFindings) -> list[tuple]:
+    return checked_findings(outcome) if isinstance(outcome, Checked) else log_dir_findings(outcome)
+
+
+def checked_findings(c: Checked) -> list[tuple]:
+    rep, log_dir = c.report, c.item.log_dir
+    rows = _findings(log_dir, c.host, "partition", rep.path, rep.topic, rep.partition, None, rep.findings)
+    for s in rep.segments:
+        rows += _findings(log_dir, c.host, "segment", rep.path, rep.topic, rep.partition, s.file, s.findings)
+    return rows
+
+
+def partition_row(c: Checked) -> tuple:
+    rep, segs = c.report, c.report.segments
+    found = list(rep.all_findings())
+    worst = max(found, key=lambda f: f.severity, default=None)  # the first of the worst severity
+    broken = next((s for s in segs if s.first_invalid_position is not None), None)
+    firsts = [s.first_offset for s in segs if s.first_offset is not None]
+    lasts = [s.last_offset for s in segs if s.last_offset is not None]
+    records = [s.records for s in segs]
+    return (
+        c.item.log_dir, c.host, rep.path, rep.topic, rep.partition, rep.dir_kind, rep.status,
+        f"{worst.code} {worst.name}" if worst else None,
+        *(sum(1 for f in found if f.severity == sev) for sev in (Severity.ERROR, Severity.WARNING, Severity.INFO)),
+        len(segs), sum(s.size for s in segs), sum(s.valid_bytes for s in segs), sum(s.batches for s in segs),
+        sum(records) if records and None not in records else None,
+        min(firsts, default=None), max(lasts, default=None),
+        broken.file if broken else None, broken.first_invalid_position if broken else None, round(c.seconds, 6),
+        [(s.file, s.base_offset, s.size, s.valid_bytes, s.first_invalid_position, s.batches, s.records, s.first_offset,
+          s.last_offset, s.first_timestamp, s.max_timestamp, sorted(s.magic), sorted(s.codecs)) for s in segs],
+    )
+
+
+def batch_rows(c: Checked) -> list[tuple]:
+    rep = c.report
+    return [(c.item.log_dir, rep.topic, rep.partition, *key) for key in c.batches]

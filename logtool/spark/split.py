@@ -1,0 +1,78 @@
+"""Work splitting: tasks balanced by bytes, not by count. Small partitions are grouped into one task; a
+partition larger than a task is cut into pieces of whole segments, and `finish_pieces` joins them again."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from logtool.spark.listing import Sized
+
+# What a task pays besides reading segment bytes, in bytes read at page-cache speed: listing a partition dir
+# and checking the small files beside the segments, and opening a segment with its indexes. Without it
+# thousands of empty partitions would count as no work at all and land in one task.
+PARTITION_COST = 1 << 20
+SEGMENT_COST = 256 << 10
+# Task sizes when none is given: about four tasks per core, so that a slow task is caught up by the others,
+# within bounds that keep Spark's per-task overhead small and one task's memory modest.
+TASKS_PER_CORE = 4
+MIN_TASK = 32 << 20
+MAX_TASK = 1 << 30
+
+
+@dataclass(slots=True, frozen=True)
+class Unit:
+    """One Spark task's work: whole partitions, or one piece of a partition."""
+
+    items: tuple[Sized, ...]
+    weight: int
+
+
+def weight(item: Sized) -> int:
+    return PARTITION_COST + sum(SEGMENT_COST + size for _, size in item.segments)
+
+
+def task_size(items: Sequence[Sized], cores: int) -> int:
+    total = sum(weight(i) for i in items)
+    return max(MIN_TASK, min(MAX_TASK, total // max(1, cores * TASKS_PER_CORE)))
+
+
+def pieces(item: Sized, task_bytes: int) -> list[Sized]:
+    """`item` itself, or consecutive runs of its segments of about `task_bytes` each (a segment larger than
+    that alone). Piece i covers the base offsets from its first segment's to the next piece's first, the
+    first from 0 and the last to the end, so that a segment rolled or deleted since the listing still falls
+    in exactly one piece."""
+    if item.target.single_file or len(item.segments) < 2 or weight(item) <= task_bytes:
+        return [item]
+    runs: list[list[tuple[int, int]]] = [[]]
+    load = 0
+    for seg in item.segments:
+        cost = SEGMENT_COST + seg[1]
+        if runs[-1] and load + cost > task_bytes:
+            runs.append([])
+            load = 0
+        runs[-1].append(seg)
+        load += cost
+    if len(runs) == 1:
+        return [item]
+    starts = [0] + [run[0][0] for run in runs[1:]]
+    ends: list[int | None] = starts[1:] + [None]
+    return [item.piece(first, end, tuple(run)) for first, end, run in zip(starts, ends, runs)]
+
+
+def split(items: Sequence[Sized], task_bytes: int) -> list[Unit]:
+    """Units of at most `task_bytes` (unless one item alone is larger), heaviest first: Spark starts tasks in
+    this order, so the long ones do not come last."""
+    work = sorted((p for i in items for p in pieces(i, task_bytes)), key=lambda p: (-weight(p), str(p.target.path)))
+    units: list[Unit] = []
+    batch: list[Sized] = []
+    load = 0
+    for item in work:
+        w = weight(item)
+        if batch and load + w > task_bytes:
+            units.append(Unit(tuple(batch), load))
+            batch, load = [], 0
+        batch.append(item)
+        load += w
+    if batch:
+        units.append(Unit(tuple(batch), load))
+    return sorted(units, key=lambda u: -u.weight)

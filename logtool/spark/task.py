@@ -1,0 +1,106 @@
+"""The executor side of the audit: one unit of work through exactly the checks of `logtool verify`."""
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from logtool.checks.catalog import Finding
+from logtool.checks.logdir import LogDirReport
+from logtool.checks.partition import PartitionReport
+from logtool.checks.run import check_log_dir_files, check_target, finish_pieces
+from logtool.format.batch import BatchView
+from logtool.spark.listing import Sized
+from logtool.spark.split import Unit
+from logtool.store.gentle import gentle
+
+if TYPE_CHECKING:
+    from pyspark import Broadcast
+
+
+@dataclass(slots=True, frozen=True)
+class Settings:
+    deep: bool = False
+    max_read_rate: float | None = None  # MB/s, per task
+    spare_page_cache: bool = True
+    replicas: bool = False  # keep one row per batch for the replica comparison
+
+
+# (base offset, last offset, stored CRC, partition leader epoch): what replicas must agree on batch by batch.
+BatchKey = tuple[int, int, int, int]
+
+
+@dataclass(slots=True)
+class BatchKeys:
+    """A lens keeping the key of every batch of the valid prefix."""
+
+    keys: list[BatchKey] = field(default_factory=list)
+
+    def feed(self, v: BatchView) -> None:
+        # A legacy wrapper whose inner offsets cannot be read has no base offset; Kafka names it by its last.
+        base = v.base_offset if v.base_offset is not None else v.last_offset
+        self.keys.append((base, v.last_offset, v.crc_stored, v.partition_leader_epoch))
+
+
+@dataclass(slots=True)
+class Checked:
+    """One target's outcome: verify's report for it, where it ran, and its batch keys (with --replicas)."""
+
+    item: Sized
+    host: str
+    report: PartitionReport
+    seconds: float
+    batches: list[BatchKey] = field(default_factory=list)
+
+
+def run_unit(settings: Settings, unit: Unit) -> Iterator[Checked]:
+    # One reading policy per task: --max-read-rate caps each task, as the operator sizes it per disk.
+    reading = gentle(settings.max_read_rate, settings.spare_page_cache)
+    host = socket.gethostname()
+    for item in unit.items:
+        lens = BatchKeys() if settings.replicas else None
+        start = time.perf_counter()
+        report = check_target(item.target, settings.deep, reading, lens)
+        yield Checked(item, host, report, time.perf_counter() - start, lens.keys if lens else [])
+
+
+def merge(pieces: Iterable[Checked]) -> Checked:
+    """The pieces of one split partition as one outcome, with the partition-level checks run once."""
+    ordered = sorted(pieces, key=lambda c: c.item.target.piece[0])
+    head = ordered[0].item
+    whole = replace(head, target=replace(head.target, piece=None), segments=tuple(s for c in ordered for s in c.item.segments))
+    report = finish_pieces([(c.item.target, c.report) for c in ordered])
+    hosts = ",".join(sorted({c.host for c in ordered}))
+    return Checked(whole, hosts, report, sum(c.seconds for c in ordered), [k for c in ordered for k in c.batches])
+
+
+@dataclass(slots=True)
+class DirFindings:
+    """What a log dir's root files gained from being held against its partitions."""
+
+    path: str
+    host: str
+    findings: list[Finding]
+
+
+def parent_dir(c: Checked) -> str:
+    """The directory holding a checked partition: the log dir verify holds it against."""
+    return str(Path(c.report.path).parent)
+
+
+def across_files(log_dirs: "Broadcast[dict[str, LogDirReport]]",
+                 group: tuple[str, Iterable[Checked]]) -> Iterator[Checked | DirFindings]:
+    """verify's checks between a log dir's root files and all its partitions, over the outcomes of one
+    directory (grouped by `parent_dir`); outcomes of partitions in no listed log dir pass unchanged."""
+    path, outcomes = group
+    checked = list(outcomes)
+    ld = log_dirs.value.get(path)
+    if ld is not None:
+        # The broadcast value is shared by the tasks of a worker: collect this log dir's new findings apart.
+        fresh = replace(ld, findings=[])
+        check_log_dir_files(fresh, [c.report for c in checked])
+        yield DirFindings(ld.path, socket.gethostname(), fresh.findings)
+    yield from checked

@@ -1,0 +1,249 @@
+"""`logtool audit` on a generated fleet on local[2]: serial verify's findings row for row, the planted replica
+divergence, the same job through spark-submit, and paths an executor cannot use. One SparkSession serves the
+whole module (starting one costs seconds)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from conftest import LOGTOOL, ROOT, run_logtool
+from fixtures.fleet import TopicSpec, write_fleet
+from logtool.checks.run import Target
+from logtool.spark.driver import Audit, run_audit
+from logtool.spark.listing import Sized
+from logtool.spark.rows import DIVERGENCE, FINDINGS, PARTITIONS
+from logtool.spark.session import LOG4J2, start
+from logtool.spark.split import SEGMENT_COST, pieces, split, weight
+from logtool.spark.task import Settings
+
+# 10 + 6 x 115 partitions at 3 replicas: 2,100 partition dirs over 3 brokers. The first topic's partitions
+# span several segments, as its planted cases need (fixtures/fleet.py).
+TOPICS = [TopicSpec("orders", 10, 1500, segment_bytes=500)] + [TopicSpec(f"t{i}", 115, 1200) for i in range(6)]
+JOB = ROOT / "logtool" / "spark" / "job.py"
+SPARK_SUBMIT = Path(sys.executable).with_name("spark-submit")
+
+
+@pytest.fixture(scope="module")
+def spark():
+    session, _ = start("local[2]", {"spark.ui.enabled": "false"})
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    root = tmp_path_factory.mktemp("fleet")
+    written = write_fleet(root, TOPICS)
+    assert len(written.log_dirs) == 3 and written.partition_dirs >= 2000
+    broker = written.log_dirs[0]
+    (broker / "lost+found").mkdir()  # a directory that is not a partition, inside a log dir
+    (broker / "quiet-0").mkdir()  # a partition dir holding nothing
+    (broker / "ghost-0").mkdir()  # a partition whose only segment cannot be opened
+    (broker / "ghost-0" / "00000000000000000000.log").symlink_to(root / "nowhere.log")
+    # Readable here; the spark-submit test's executors are denied it (tests/denying_daemon.py).
+    shutil.copytree(written.log_dirs[1] / "t0-1", broker / "unreadable-0")
+    empty, notes, gone = root / "empty", root / "notes", root / "gone"
+    empty.mkdir()
+    notes.mkdir()
+    (notes / "README.txt").write_text("not a log dir")
+    gone.symlink_to(root / "nowhere")  # a PATH that cannot be read at all
+    return SimpleNamespace(written=written, paths=[str(p) for p in (*written.log_dirs, empty, notes, gone)],
+                           extras=[str(p) for p in (empty, notes, gone)])
+
+
+@pytest.fixture(scope="module")
+def audited(spark, fleet, tmp_path_factory):
+    out = tmp_path_factory.mktemp("audit") / "out"
+    summary = run_audit(spark, Audit(tuple(fleet.paths), str(out), Settings(replicas=True)))
+    return SimpleNamespace(out=out, summary=summary)
+
+
+@pytest.fixture(scope="module")
+def verified(fleet):
+    """Serial `logtool verify --format json`: once per broker (verify takes the log dirs it is given together
+    as one broker's), once over the other PATHs."""
+    runs = [run_logtool("verify", "--format", "json", *group)
+            for group in [[str(d)] for d in fleet.written.log_dirs] + [fleet.extras]]
+    assert all("Traceback" not in p.stderr for p in runs)
+    return SimpleNamespace(docs=[json.loads(p.stdout) for p in runs], codes=[p.returncode for p in runs])
+
+
+def _finding(f: dict) -> tuple:
+    return f["code"], f["name"], f["severity"], f["file"], f["position"], f["offset"], f["message"]
+
+
+def verify_findings(docs: list[dict]) -> list[tuple]:
+    rows = []
+    for doc in docs:
+        rows += [("path", f["file"], None, *_finding(f)) for f in doc["findings"]]
+        for d in doc["log_dirs"]:
+            rows += [("log_dir", d["path"], None, *_finding(f)) for f in d["findings"]]
+        for p in doc["partitions"]:
+            rows += [("partition", p["path"], None, *_finding(f)) for f in p["findings"]]
+            for s in p["segments"]:
+                rows += [("segment", p["path"], s["file"], *_finding(f)) for f in s["findings"]]
+    return sorted(rows, key=repr)
+
+
+def audit_findings(spark, out: Path) -> list[tuple]:
+    return sorted(((r.scope, r.path, r.segment, r.code, r.name, r.severity, r.file, r.position, r.offset, r.message)
+                   for r in spark.read.parquet(str(out / "findings")).collect()), key=repr)
+
+
+SEGMENT_FIELDS = ("file", "base_offset", "size", "valid_bytes", "first_invalid_position", "batches", "records",
+                  "first_offset", "last_offset", "first_timestamp", "max_timestamp", "magic", "codecs")
+
+
+def verify_partitions(docs: list[dict]) -> dict[str, tuple]:
+    return {p["path"]: (p["topic"], p["partition"], p["dir_kind"], p["status"],
+                        [tuple(s[k] for k in SEGMENT_FIELDS) for s in p["segments"]])
+            for doc in docs for p in doc["partitions"]}
+
+
+def audit_partitions(spark, out: Path) -> dict[str, tuple]:
+    return {r.path: (r.topic, r.partition, r.dir_kind, r.status, [tuple(s[k] for k in SEGMENT_FIELDS) for s in r.segments])
+            for r in spark.read.parquet(str(out / "partitions")).collect()}
+
+
+def test_findings_equal_serial_verify_row_for_row(spark, audited, verified):
+    rows = audit_findings(spark, audited.out)
+    assert rows == verify_findings(verified.docs)
+    assert {r[4] for r in rows} >= {"CRC_MISMATCH", "TORN_BATCH", "LATER_SEGMENTS_DROPPED", "TIMEINDEX_MISSING"}
+
+
+def test_partitions_equal_verify(spark, audited, verified):
+    assert audit_partitions(spark, audited.out) == verify_partitions(verified.docs)
+
+
+def test_summary_and_exit_code_are_verify_s(audited, verified):
+    s = audited.summary
+    for key in ("partitions", "segments", "bytes", "batches", "errors", "warnings", "infos"):
+        assert s[key] == sum(doc["summary"][key] for doc in verified.docs), key
+    assert s["exit_code"] == max(verified.codes) == 8  # PATHs that are not Kafka's are operational errors
+    assert json.loads((audited.out / "summary.json").read_text()) == s
+    assert s["worst_partitions"][0]["errors"] >= 2 and s["tasks"] >= 2
+
+
+def test_divergence_is_where_it_was_planted(spark, fleet, audited):
+    rows = spark.read.parquet(str(audited.out / "divergence")).collect()
+    found = {(r.topic, r.partition, r.kind, r.first_divergent_offset, tuple(r.affected)) for r in rows}
+    assert found == {(d.topic, d.partition, d.kind, d.offset, d.affected) for d in fleet.written.divergences}
+    assert all(len(r.replicas) == 3 and r.detail for r in rows)
+    assert audited.summary["divergence"]["shared_partitions"] == sum(t.partitions for t in TOPICS)
+
+
+def test_paths_that_cannot_be_used_are_rows_and_the_job_succeeds(spark, fleet, audited):
+    rows = spark.read.parquet(str(audited.out / "findings")).collect()
+    by_path = {(r.scope, Path(r.path).name, r.name) for r in rows}
+    assert ("path", "gone", "UNREADABLE") in by_path
+    assert ("path", "empty", "NOT_KAFKA") in by_path and ("path", "notes", "NOT_KAFKA") in by_path
+    assert ("log_dir", "broker-0", "NOT_KAFKA") in by_path  # lost+found
+    assert ("partition", "ghost-0", "UNREADABLE") in by_path
+    quiet = spark.read.parquet(str(audited.out / "partitions")).filter("path LIKE '%/quiet-0'").collect()
+    assert len(quiet) == 1 and quiet[0].segment_count == 0
+
+
+def test_tables_have_the_documented_schemas(spark, audited):
+    for name, schema in (("findings", FINDINGS), ("partitions", PARTITIONS), ("divergence", DIVERGENCE)):
+        assert spark.read.parquet(str(audited.out / name)).schema == schema, name
+
+
+def test_split_partitions_give_verify_s_report(spark, fleet, tmp_path):
+    # Small tasks cut each multi-segment partition into pieces; orders-5 on broker-2 is damaged in its first
+    # segment, so LATER_SEGMENTS_DROPPED must see the segments of later pieces.
+    paths = [str(fleet.written.log_dirs[2] / f"orders-{p}") for p in (4, 5, 6)]
+    summary = run_audit(spark, Audit(tuple(paths), str(tmp_path / "out"), task_bytes=SEGMENT_COST * 3))
+    assert summary["tasks"] > len(paths)
+    doc = json.loads(run_logtool("verify", "--format", "json", *paths).stdout)
+    assert audit_findings(spark, tmp_path / "out") == verify_findings([doc])
+    assert audit_partitions(spark, tmp_path / "out") == verify_partitions([doc])
+    assert "LATER_SEGMENTS_DROPPED" in {f["name"] for p in doc["partitions"] for f in p["findings"]}
+
+
+def _sized(name: str, sizes: list[int]) -> Sized:
+    bases = [1000 * i for i in range(len(sizes))]
+    return Sized(Target(Path(f"/logs/{name}")), "/logs", tuple(zip(bases, sizes)))
+
+
+def test_work_is_balanced_by_bytes():
+    task = 256 << 20
+    huge = _sized("huge-0", [100 << 20] * 10)
+    small = [_sized(f"small-{i}", [4096]) for i in range(500)]
+    cut = pieces(huge, task)
+    assert len(cut) == 5 and [p.target.piece for p in cut] == [(0, 2000), (2000, 4000), (4000, 6000), (6000, 8000), (8000, None)]
+    assert [s for p in cut for s in p.segments] == list(huge.segments)
+    units = split([huge, *small], task)
+    assert sorted(str(i.target.path) for u in units for i in u.items if i.target.piece is None) == \
+        sorted(str(s.target.path) for s in small)
+    assert all(u.weight <= task or len(u.items) == 1 for u in units)
+    assert [u.weight for u in units] == sorted((u.weight for u in units), reverse=True)
+    assert sum(u.weight for u in units) == sum(weight(p) for p in cut) + sum(weight(s) for s in small)
+
+
+def _rows_without(rows, name: str):
+    return [r for r in rows if Path(r[1]).name != name]
+
+
+def test_spark_submit_runs_the_same_job(spark, fleet, audited, tmp_path):
+    out = tmp_path / "out"
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1",
+           "PYTHONPATH": str(ROOT / "tests")}  # where the denying daemon lives
+    p = subprocess.run([str(SPARK_SUBMIT), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
+                        "--driver-java-options", f"-XX:TieredStopAtLevel=1 -Dlog4j2.configurationFile={LOG4J2.as_uri()}",
+                        "--conf", "spark.python.daemon.module=denying_daemon", str(JOB), *fleet.paths,
+                        "--output", str(out), "--replicas", "--format", "json"],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 8, p.stderr[-3000:]
+    assert json.loads(p.stdout)["partitions"] == audited.summary["partitions"]
+    submitted = audit_findings(spark, out)
+    # The executors could not list unreadable-0: a finding row, not a failed job.
+    denied = [r for r in submitted if Path(r[1]).name == "unreadable-0"]
+    assert [(r[0], r[4]) for r in denied] == [("partition", "UNREADABLE")] and "Permission denied" in denied[0][-1]
+    assert _rows_without(submitted, "unreadable-0") == _rows_without(audit_findings(spark, audited.out), "unreadable-0")
+    same = {k: v for k, v in audit_partitions(spark, audited.out).items() if not k.endswith("/unreadable-0")}
+    assert {k: v for k, v in audit_partitions(spark, out).items() if not k.endswith("/unreadable-0")} == same
+    divergence = [sorted(map(tuple, spark.read.parquet(str(d / "divergence")).collect())) for d in (out, audited.out)]
+    assert divergence[0] == divergence[1]
+
+
+def test_the_command_prints_the_summary(spark, fleet, tmp_path, capsys):
+    # In-process, so the module's session (already active) runs it.
+    from logtool.cli import main
+
+    paths = [str(fleet.written.log_dirs[0] / "t1-0"), str(fleet.written.log_dirs[0] / "orders-4")]
+    with pytest.raises(SystemExit) as exit_:
+        main(["audit", *paths, "--output", str(tmp_path / "out"), "--replicas"])
+    assert exit_.value.code == 4  # orders-4 is torn on broker-0
+    text = capsys.readouterr().out
+    assert "2 partition(s)" in text and "TORN_BATCH" in text and "0 partition(s) on more than one log dir" in text
+    assert "Traceback" not in text and (tmp_path / "out" / "summary.json").exists()
+
+
+def test_usage_errors_stop_before_spark(fleet, tmp_path):
+    log_dir = fleet.written.log_dirs[0]
+    p = run_logtool("audit", str(log_dir), "--output", str(log_dir / "audit"))
+    assert p.returncode == 16 and "never writes into what it reads" in p.stderr and "Traceback" not in p.stderr
+    assert not (log_dir / "audit").exists()
+    p = run_logtool("audit", str(log_dir), "--output", str(tmp_path / "o"), "--master", "bogus://x")
+    assert p.returncode == 16 and "not a Spark master" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_without_pyspark_one_line_names_the_extra(tmp_path):
+    code = "import sys; sys.modules['pyspark'] = None; from logtool.cli import main; main(sys.argv[1:])"
+    p = subprocess.run([sys.executable, "-c", code, "audit", str(tmp_path / "logs"), "--output", str(tmp_path / "o")],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 8 and len(p.stderr.strip().splitlines()) == 1 and "logtool[spark]" in p.stderr
+
+
+def test_without_java_one_line(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"} | {"PATH": str(LOGTOOL.parent)}
+    p = subprocess.run([str(LOGTOOL), "audit", str(tmp_path / "logs"), "--output", str(tmp_path / "o")],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 8 and len(p.stderr.strip().splitlines()) == 1 and "Java" in p.stderr
