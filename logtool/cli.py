@@ -7,9 +7,7 @@ import sys
 import click
 
 from logtool import __version__
-from logtool.commands import find, index, restore, scan, verify
-from logtool.commands import audit
-from logtool.commands import dump
+from logtool.commands import audit, dump, find, index, restore, scan, verify
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_OPERATIONAL, EXIT_USAGE = 0, 4, 8, 16
 
