@@ -10,29 +10,17 @@ from __future__ import annotations
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 from bench import peers
 from bench.index import many_segments
-from bench.run import _MEASURED, REPEAT, RESULTS, best, partition_dir
+from bench.run import REPEAT, RESULTS, best, measured, partition_dir
 from logtool import decoders
 from logtool.render import dump_json
 from logtool.store.partition import Partition
 from logtool.store.ranges import Stats, plan, read_range
-
-
-def command(*args: str) -> dict:
-    """Wall time and peak RSS of `logtool dump ... > /dev/null` as a user runs it (bench.run's probe)."""
-    t = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", _MEASURED, "dump", *args], stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, text=True)
-    seconds = time.perf_counter() - t
-    *messages, peak_kb = proc.stderr.split("\n")[:-1]
-    return {"seconds": round(seconds, 3), "max_rss_mb": round(int(peak_kb) / 1024, 1), "exit": proc.returncode,
-            "stderr": messages}
 
 
 def read_only(part_dir: Path) -> int:
@@ -68,7 +56,7 @@ def near_the_end(part_dir: Path) -> dict:
     seconds = time.perf_counter() - t
     assert n and stats.records == 51 and p.segment == len(part.segments) - 1, (stats, p)
     part.close()
-    cmd = command(str(part_dir), "--from-offset", str(target), "--format", "jsonl")
+    cmd = measured("dump", str(part_dir), "--from-offset", str(target), "--format", "jsonl")
     assert cmd["exit"] == 0, cmd
     return {
         "segments": len(part.segments), "partition_bytes": sum(s.size for s in part.segments),
@@ -83,7 +71,7 @@ def main() -> int:
     log = next(big.glob("*.log"))
     size = log.stat().st_size
     log.read_bytes()  # warm the page cache so every contender reads from memory
-    cmd = min((command(str(big), "--format", "jsonl") for _ in range(REPEAT)), key=lambda c: c["seconds"])
+    cmd = min((measured("dump", str(big), "--format", "jsonl") for _ in range(REPEAT)), key=lambda c: c["seconds"])
     assert cmd["exit"] == 0, cmd
     t_read, data = best(log.read_bytes)
     t_ak, (_, ak_records) = best(peers.aiokafka_records, data)
