@@ -183,9 +183,10 @@ class TimeIndexCheck:
 
 
 class TxnIndexCheck:
-    """The `.txnindex` must list exactly the aborted transactions whose markers lie in this segment.
-    First offsets and last stable offsets depend on transactions opened earlier; they are compared only
-    where the partition's history on disk makes them knowable."""
+    """The `.txnindex` must pass Kafka's load-time check (version, no abort below the segment base) and list
+    exactly the aborted transactions whose markers lie in this segment. First offsets and last stable
+    offsets depend on transactions opened earlier; they are compared only where the partition's history on
+    disk makes them knowable. The file is read once, at the end of the walk."""
 
     def __init__(self, path: Path, base: int, buf, txns: TxnTracker) -> None:
         self.path, self.base, self.buf, self.txns = path, base, buf, txns
@@ -206,6 +207,14 @@ class TxnIndexCheck:
             except OSError as e:
                 rep.add("UNREADABLE", f"cannot read {self.path.name}: {e.strerror or e}")
                 return rep.done()
+            for txn in on_disk:
+                if txn.version > 0:
+                    rep.add("TXNINDEX_CORRUPT", f"unexpected aborted transaction version {txn.version}", None,
+                            txn.last_offset)
+                elif txn.last_offset < self.base:
+                    rep.add("TXNINDEX_CORRUPT", f"aborted transaction of producer {txn.producer_id} ends at offset "
+                                                f"{txn.last_offset}, below the segment base {self.base}", None,
+                            txn.last_offset)
         elif not self.expected:
             return []
         found = {(t.producer_id, t.last_offset): t for t in on_disk}
@@ -233,18 +242,3 @@ class TxnIndexCheck:
                                             f"offset {last_offset}", None, extra.last_offset)
         return rep.done()
 
-
-def check_txn_index(path: Path, base: int) -> list[Finding]:
-    rep = _Reporter(path.name)
-    try:
-        buf, _size = open_readonly(path)
-    except OSError as e:
-        rep.add("UNREADABLE", f"cannot read {path.name}: {e.strerror or e}")
-        return rep.done()
-    for txn in aborted_txns(buf):
-        if txn.version > 0:
-            rep.add("TXNINDEX_CORRUPT", f"unexpected aborted transaction version {txn.version}", None, txn.last_offset)
-        elif txn.last_offset < base:
-            rep.add("TXNINDEX_CORRUPT", f"aborted transaction of producer {txn.producer_id} ends at offset "
-                                        f"{txn.last_offset}, below the segment base {base}", None, txn.last_offset)
-    return rep.done()

@@ -6,7 +6,7 @@ from typing import Protocol
 
 from logtool.checks.catalog import Finding, finding
 from logtool.checks.expected_index import TxnTracker
-from logtool.checks.index import OffsetIndexCheck, TimeIndexCheck, TxnIndexCheck, check_txn_index
+from logtool.checks.index import OffsetIndexCheck, TimeIndexCheck, TxnIndexCheck
 from logtool.checks.records import check_records
 from logtool.format.batch import MAX_SEGMENT_BYTES, BatchView, codec_name
 from logtool.store.segment import Segment, Walk
@@ -146,15 +146,14 @@ def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | Non
             if seg.size:
                 rep.findings.append(finding("INDEX_MISSING" if suffix == ".index" else "TIMEINDEX_MISSING",
                                             f"{path.name} is missing", path.name))
-    index_checks.append(TxnIndexCheck(seg.path_with(".txnindex"), seg.base_offset, seg.buf,
+    txn = seg.path_with(".txnindex")
+    if txn.exists():
+        rep.indexes["txnindex"] = txn.stat().st_size
+    index_checks.append(TxnIndexCheck(txn, seg.base_offset, seg.buf,
                                       txns if txns is not None else TxnTracker(history_complete=False)))
     lenses += index_checks
     if lens is not None:
         lenses.append(lens)
-    txn = seg.path_with(".txnindex")
-    if txn.exists():
-        rep.indexes["txnindex"] = txn.stat().st_size
-        rep.findings += check_txn_index(txn, seg.base_offset)
     if seg.size >= MAX_SEGMENT_BYTES:
         rep.findings.append(finding("SEGMENT_TOO_LARGE", f"{seg.size} bytes", seg.log_path.name))
     if seg.size == 0:
