@@ -20,6 +20,7 @@ from conftest import KAFKA_WRITTEN, REAL, require, run_logtool
 from fixtures import generator as g
 from logtool.checks.catalog import Severity
 from logtool.checks.run import Report, run
+from logtool.store.partition import Partition
 from test_real_fixtures import (DESCRIBED, LOG_DIRS, UNLISTED_ANOMALIES, _explanation, all_findings, section,
                                 unknown_partition, verify_json)
 
@@ -211,6 +212,22 @@ def test_checkpoint_naming_a_partition_that_is_not_there(tmp_path):
     [hit] = found(check(root), "CHECKPOINT_UNKNOWN_PARTITION")
     assert hit.severity == Severity.WARNING and hit.file == HW and hit.message.startswith("ghost-3 ")
     assert check(root).log_dirs[0].findings == [hit]
+
+
+def test_unreadable_partition_is_still_the_one_its_checkpoint_entries_name(tmp_path, monkeypatch):
+    root, _ = log_dir(tmp_path, spec(), spec("locked", 0))
+    from_dir = Partition.from_dir
+
+    def denied(path: Path) -> Partition:
+        if path.name == "locked-0":
+            raise PermissionError(13, "Permission denied", str(path))
+        return from_dir(path)
+
+    monkeypatch.setattr(Partition, "from_dir", staticmethod(denied))  # root reads everything: deny by hand
+    report = check(root)
+    locked = next(p for p in report.partitions if p.path.endswith("locked-0"))
+    assert [f.name for f in locked.findings] == ["UNREADABLE"] and (locked.topic, locked.partition) == ("locked", 0)
+    assert found(report, "CHECKPOINT_UNKNOWN_PARTITION") == [] and report.operational_error
 
 
 def test_partition_missing_from_checkpoints(tmp_path):

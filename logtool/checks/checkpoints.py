@@ -1,4 +1,5 @@
-"""Offset checkpoints against the partitions of their log dir, once every partition was walked.
+"""Offset checkpoints against each partition of their log dir, once it was walked (entries naming no partition
+dir are a check of the log dir itself, in logdir.py).
 
 LogManager writes recovery points and log start offsets, ReplicaManager high watermarks, the log cleaner
 the offsets it cleaned up to. Each entry must name a partition of the log dir and lie within its log;
@@ -7,7 +8,6 @@ the recovery-point and replication checkpoints list every partition the broker l
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
 from pathlib import Path
 
 from logtool.checks.catalog import finding
@@ -40,35 +40,20 @@ _BEYOND = {
 _WHAT = {RECOVERY: "recovery point", HIGH_WATERMARK: "high watermark", LOG_START: "log start offset",
          CLEANER: "cleaned offset"}
 
-Key = tuple[str, int]
-
-
-def check_checkpoints(ld: LogDirReport, parts: Sequence[PartitionReport]) -> None:
-    """Add findings to `ld` (entries naming no partition) and to the partitions (everything else)."""
-    loaded: dict[Key, PartitionReport] = {}
-    elsewhere: set[Key] = set()  # on disk, but in no checkpoint by design: being deleted, stray, or Raft's
-    for p in parts:
-        if p.topic is None or p.partition is None:
-            continue
-        if p.dir_kind in ("plain", "future") and Path(p.path).name != CLUSTER_METADATA:
-            loaded[(p.topic, p.partition)] = p
-        else:
-            elsewhere.add((p.topic, p.partition))
+def check_partition_checkpoints(ld: LogDirReport, part: PartitionReport) -> None:
+    """The entries of `ld`'s checkpoints for one of its partitions, against what its walk found."""
+    # Being deleted, stray, or Raft's: on disk, but in no checkpoint by design.
+    if part.topic is None or part.dir_kind not in ("plain", "future") or Path(part.path).name == CLUSTER_METADATA:
+        return
+    key = (part.topic, part.partition)
     log_starts = ld.offsets.get(LOG_START, {})
-    for name, entries in ld.offsets.items():
-        for key, offset in sorted(entries.items()):
-            part = loaded.get(key)
-            if part is not None:
-                _check_value(name, offset, part, log_starts.get(key, 0))
-            elif key not in elsewhere:
-                ld.findings.append(finding("CHECKPOINT_UNKNOWN_PARTITION", f"{key[0]}-{key[1]} (offset {offset}) has no "
-                                           f"directory in this log dir", name, offset=offset))
-    for name in _LIST_EVERY_PARTITION:
-        if name not in ld.offsets:
-            continue  # a missing or unreadable file is reported by the log-dir check
-        for key, part in loaded.items():
-            if key not in ld.offsets[name]:
-                part.findings.append(finding("CHECKPOINT_ENTRY_MISSING", f"{name} does not list {key[0]}-{key[1]}", name))
+    for file, entries in ld.offsets.items():
+        if key in entries:
+            _check_value(file, entries[key], part, log_starts.get(key, 0))
+    for file in _LIST_EVERY_PARTITION:
+        # A missing or unreadable file is reported by the log-dir check.
+        if file in ld.offsets and key not in ld.offsets[file]:
+            part.findings.append(finding("CHECKPOINT_ENTRY_MISSING", f"{file} does not list {key[0]}-{key[1]}", file))
 
 
 def _check_value(name: str, offset: int, part: PartitionReport, log_start_entry: int) -> None:

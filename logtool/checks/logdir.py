@@ -32,13 +32,16 @@ def check_log_dir(path: Path) -> LogDirReport:
     """Inspect the log-dir root and list its partition dirs. Raises OSError when it cannot be listed."""
     rep = LogDirReport(str(path))
     names = sorted(os.listdir(path))
+    present: set[tuple[str, int]] = set()  # the partitions that have a directory here
     for name in names:
         child = path / name
         if child.is_dir():
             if name in IGNORED_LOG_DIR_CHILDREN:
                 continue
-            if parse_partition_dir(name) is not None or name == CLUSTER_METADATA:
+            if (parsed := parse_partition_dir(name)) is not None or name == CLUSTER_METADATA:
                 rep.partition_dirs.append(child)
+                if parsed is not None:
+                    present.add((parsed.topic, parsed.partition))
             else:
                 rep.findings.append(finding("NOT_KAFKA", f"directory {name!r} in the log dir is not a partition "
                                             f"directory; the broker refuses to start with it there", name))
@@ -54,6 +57,11 @@ def check_log_dir(path: Path) -> LogDirReport:
             rep.findings.append(finding("UNKNOWN_FILE", f"{name} is not a file Kafka writes in a log dir", name))
     if "meta.properties" not in names:
         rep.findings.append(finding("META_PROPERTIES_MISSING", "the log dir has no meta.properties", "meta.properties"))
+    for file, entries in rep.offsets.items():
+        for key, offset in sorted(entries.items()):
+            if key not in present:
+                rep.findings.append(finding("CHECKPOINT_UNKNOWN_PARTITION", f"{key[0]}-{key[1]} (offset {offset}) has "
+                                            "no directory in this log dir", file, offset=offset))
     return rep
 
 

@@ -2,19 +2,19 @@
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from logtool.checks.catalog import Finding, Severity, finding
-from logtool.checks.checkpoints import check_checkpoints
+from logtool.checks.checkpoints import check_partition_checkpoints
 from logtool.checks.logdir import LogDirReport, check_log_dir
 from logtool.checks.logdir_set import check_log_dir_set
 from logtool.checks.partition import PartitionReport, check_partition, check_segments, finish_partition
 from logtool.checks.segment import Lens
 from logtool.checks.shutdown import check_clean_shutdown
 from logtool.store.gentle import Gentle
-from logtool.store.layout import PathKind, kind_of
+from logtool.store.layout import PathKind, kind_of, parse_partition_dir
 from logtool.store.partition import Partition
 
 
@@ -99,7 +99,9 @@ def check_target(target: Target, deep: bool, reading: Gentle | None = None, lens
     try:
         part = Partition.from_segment_file(target.path) if target.single_file else Partition.from_dir(target.path)
     except OSError as e:
-        rep = PartitionReport(str(target.path), None, None)
+        # Named by its directory as the broker names it, so that checkpoint entries still find it.
+        name = None if target.single_file else parse_partition_dir(target.path.resolve().name)
+        rep = PartitionReport(str(target.path), *((name.topic, name.partition, name.kind) if name else (None, None)))
         rep.findings.append(_unreadable(target, e))
         return rep
     for seg in part.segments:
@@ -155,10 +157,12 @@ def run(paths: list[Path], deep: bool, on_target: Callable[[Target], None] | Non
 def check_across_files(report: Report) -> None:
     """The checks between each log dir's root files and its partitions, once every partition was walked."""
     for ld in report.log_dirs:
-        check_log_dir_files(ld, [p for p in report.partitions if Path(p.path).parent == Path(ld.path)])
+        for p in report.partitions:
+            if Path(p.path).parent == Path(ld.path):
+                check_against_log_dir(ld, p)
 
 
-def check_log_dir_files(ld: LogDirReport, parts: Sequence[PartitionReport]) -> None:
-    """One log dir's root files against its partitions (the audit calls it per log dir, on an executor)."""
-    check_checkpoints(ld, parts)
-    check_clean_shutdown(ld, parts)
+def check_against_log_dir(ld: LogDirReport, p: PartitionReport) -> None:
+    """One walked partition against its log dir's root files (the audit runs it in the task that walked it)."""
+    check_partition_checkpoints(ld, p)
+    check_clean_shutdown(ld, p)

@@ -2,7 +2,6 @@
 partition of the log dir without recovery, so damage recovery would have cut stays and is served."""
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 from logtool.checks.catalog import finding
@@ -13,14 +12,13 @@ from logtool.store.layout import CLUSTER_METADATA
 MARKER = ".kafka_cleanshutdown"
 
 
-def check_clean_shutdown(ld: LogDirReport, parts: Sequence[PartitionReport]) -> None:
-    if not ld.clean_shutdown_marker:
+def check_clean_shutdown(ld: LogDirReport, p: PartitionReport) -> None:
+    """One partition of `ld` against the marker."""
+    # A -delete dir is never recovered anyway; the Raft layer always recovers __cluster_metadata-0.
+    if (not ld.clean_shutdown_marker or p.facts is None or not p.facts.damaged or p.dir_kind == "delete"
+            or Path(p.path).name == CLUSTER_METADATA):
         return
-    for p in parts:
-        # A -delete dir is never recovered anyway; the Raft layer always recovers __cluster_metadata-0.
-        if p.facts is None or not p.facts.damaged or p.dir_kind == "delete" or Path(p.path).name == CLUSTER_METADATA:
-            continue
-        seg = next(s for s in p.segments if s.base_offset == p.facts.damaged_segment)
-        p.findings.append(finding("CLEAN_SHUTDOWN_WITH_DAMAGE", f"the log dir's {MARKER} makes the broker skip recovery, "
-                                  f"so {seg.file} keeps its {seg.size - seg.valid_bytes} damaged bytes from byte "
-                                  f"{seg.first_invalid_position}", MARKER, seg.first_invalid_position))
+    seg = next(s for s in p.segments if s.base_offset == p.facts.damaged_segment)
+    p.findings.append(finding("CLEAN_SHUTDOWN_WITH_DAMAGE", f"the log dir's {MARKER} makes the broker skip recovery, "
+                              f"so {seg.file} keeps its {seg.size - seg.valid_bytes} damaged bytes from byte "
+                              f"{seg.first_invalid_position}", MARKER, seg.first_invalid_position))

@@ -1,16 +1,19 @@
-"""The audit's driver: list the PATHs (on executors), split the work by bytes, run verify's checks in Spark
-tasks, write the tables and the summary. The driver itself never opens a log dir."""
+"""The audit's driver: list the PATHs (on executors, unless the master is local), split the work by bytes,
+run verify's checks in Spark tasks, write the tables and the summary. The driver itself never reads a log dir
+on a cluster."""
 from __future__ import annotations
 
 import json
 import time
 import uuid
-from dataclasses import dataclass, field, replace
-from functools import partial
+from dataclasses import dataclass, field
+from collections.abc import Callable
+from functools import partial, reduce
 from pathlib import Path
 
-from pyspark import RDD, Broadcast, SparkContext, StorageLevel
+from pyspark import Broadcast, SparkContext
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.util import InheritableThread
 
 from logtool.checks.catalog import Severity
 from logtool.checks.logdir import LogDirReport
@@ -18,12 +21,13 @@ from logtool.checks.logdir_set import check_log_dir_set
 from logtool.format.meta import MetaError, meta_identity
 from logtool.spark.divergence import divergence
 from logtool.spark.listing import Listing, list_path
+from logtool.spark.outcome import blob, merged_rows, unit_rows
 from logtool.spark.progress import job_progress
-from logtool.spark.rows import BATCHES, FINDINGS, PARTITIONS, batch_rows, listing_findings, outcome_findings, partition_row
+from logtool.spark.rows import BATCH, FINDING, FINDINGS, PARTITION, PIECE, TAGGED, TALLY, listing_findings
 from logtool.spark.session import ship
 from logtool.spark.split import TASKS_PER_CORE, Unit, split, task_size
-from logtool.spark.summary import divergence_summary, tally
-from logtool.spark.task import Checked, DirFindings, Settings, across_files, merge, parent_dir, run_unit
+from logtool.spark.summary import Tally, divergence_summary
+from logtool.spark.task import Checked, Settings
 
 ROWS_PER_FILE = 200_000  # partitions per Parquet file: a few files for a big fleet, one for a small one
 
@@ -37,24 +41,8 @@ class Audit:
     fail_on: Severity = Severity.WARNING
 
 
-def _whole(c: Checked) -> bool:
-    return c.item.target.piece is None
-
-
-def _piece_of(c: Checked) -> bool:
-    return c.item.target.piece is not None
-
-
 def _partition_path(c: Checked) -> str:
     return str(c.item.target.path)
-
-
-def _without_batches(c: Checked) -> Checked:
-    return replace(c, batches=[])
-
-
-def _is_checked(outcome: Checked | DirFindings) -> bool:
-    return isinstance(outcome, Checked)
 
 
 def _check_log_dir_sets(log_dirs: list[LogDirReport]) -> None:
@@ -78,11 +66,7 @@ def run_audit(spark: SparkSession, audit: Audit, startup_seconds: float | None =
     ship(spark)
     group = f"logtool-audit-{uuid.uuid4().hex[:8]}"
     began = time.perf_counter()
-    sc.setJobGroup(f"{group}-listing", "logtool audit: listing the PATHs")
-    with job_progress(sc, f"{group}-listing", "listing"):
-        # One task per PATH (a log dir is a fair share of listing), but no more than the cluster runs at once.
-        slices = max(1, min(len(audit.paths), TASKS_PER_CORE * sc.defaultParallelism))
-        listings: list[Listing] = sc.parallelize(audit.paths, slices).map(list_path).collect()
+    listings = _list(sc, audit.paths, f"{group}-listing")
     log_dirs = [ld for listing in listings for ld in listing.report.log_dirs]
     _check_log_dir_sets(log_dirs)
     items = [t for listing in listings for t in listing.targets]
@@ -94,22 +78,24 @@ def run_audit(spark: SparkSession, audit: Audit, startup_seconds: float | None =
     # The aggregations over the tables are small next to the checks: a few shuffle partitions, not 200.
     spark.conf.set("spark.sql.shuffle.partitions", str(max(2 * sc.defaultParallelism, len(units))))
     dirs = sc.broadcast({str(Path(ld.path)): ld for ld in log_dirs})
-    outcomes, finished = _check(sc, units, audit.settings, dirs)
+    rows = _check(spark, units, audit.settings, dirs)
     with job_progress(sc, f"{group}-check", "checking"):
-        count = finished.count()
+        # The first action: it runs the checks and fills the cache every table below is read from.
+        counted = reduce(Tally.merge, map(blob, _kind(rows[-1], TALLY).select("blob").collect()), Tally())
     checked_at = time.perf_counter()
 
     sc.setJobGroup(f"{group}-output", "logtool audit: writing the tables")
     out = _Output(spark, audit.output)
-    about_paths = [r for listing in listings for r in listing_findings(listing)]
-    _write_tables(spark, out, finished, about_paths, max(1, min(len(units), count // ROWS_PER_FILE + 1)))
+    files = max(1, min(len(units), counted.partitions // ROWS_PER_FILE + 1))
+    about_paths = spark.createDataFrame([r for listing in listings for r in listing_findings(listing)], FINDINGS)
+    # Two small jobs over the cache, each keeping one core busy in the JVM: side by side.
+    _side_by_side(lambda: out.table("findings", _kind(rows[-1], FINDING).select("finding.*")
+                                    .unionByName(about_paths).coalesce(files)),
+                  lambda: out.table("partitions", _kind(rows[-1], PARTITION).select("partition.*").coalesce(files)))
     if audit.settings.replicas:
-        batches = spark.createDataFrame(outcomes.flatMap(batch_rows), BATCHES).persist()
-        out.table("divergence", divergence(batches, out.read("partitions")).coalesce(1))
-        batches.unpersist()
+        out.table("divergence", divergence(_kind(rows[-1], BATCH).select("batch.*"), out.read("partitions")).coalesce(1))
     else:
         out.remove("divergence")  # from an earlier run with --replicas: it would not describe this one
-    counted = tally(finished)
     for listing in listings:
         counted.count(listing.report.findings, listing.report.operational_error)
     for ld in log_dirs:
@@ -117,8 +103,8 @@ def run_audit(spark: SparkSession, audit: Audit, startup_seconds: float | None =
     summary = counted.summary(audit.fail_on)
     summary["divergence"] = divergence_summary(out.read("divergence"), out.read("partitions")) \
         if audit.settings.replicas else None
-    outcomes.unpersist()
-    finished.unpersist()
+    for cached in rows:
+        cached.unpersist()
     dirs.destroy()
     done = time.perf_counter()
 
@@ -133,28 +119,55 @@ def run_audit(spark: SparkSession, audit: Audit, startup_seconds: float | None =
     return summary
 
 
-def _check(sc: SparkContext, units: list[Unit], settings: Settings,
-           dirs: Broadcast) -> tuple[RDD[Checked], RDD[Checked | DirFindings]]:
-    """The checks, lazily: each partition's outcome (pieces joined again), and the outcomes after the checks
-    of each log dir's root files against its partitions (with those files' findings), persisted."""
-    outcomes = checked = sc.parallelize(units, max(1, len(units))).flatMap(partial(run_unit, settings))
-    if any(item.target.piece is not None for unit in units for item in unit.items):
-        checked.persist(StorageLevel.MEMORY_AND_DISK)  # read twice: whole partitions, and pieces to join
-        joined = checked.filter(_piece_of).keyBy(_partition_path).groupByKey().values().map(merge)
-        outcomes = checked.filter(_whole).union(joined)
-    if settings.replicas:
-        outcomes.persist(StorageLevel.MEMORY_AND_DISK)  # its batch keys are read again for the divergence
-    # The batch keys need not travel to the checks across a log dir's files.
-    finished = outcomes.map(_without_batches).keyBy(parent_dir).groupByKey().flatMap(partial(across_files, dirs))
-    return outcomes, finished.persist(StorageLevel.MEMORY_AND_DISK)
+def _list(sc: SparkContext, paths: tuple[str, ...], group: str) -> list[Listing]:
+    """What verify plans for each PATH, with segment sizes. On a cluster the PATHs may be reachable from the
+    executors only, so they list; with a local master the driver's machine is the executors' and listing in
+    this process saves a Spark job."""
+    if sc.master.startswith("local"):
+        return [list_path(path) for path in paths]
+    sc.setJobGroup(group, "logtool audit: listing the PATHs")
+    with job_progress(sc, group, "listing"):
+        # One task per PATH (a log dir is a fair share of listing), but no more than the cluster runs at once.
+        slices = max(1, min(len(paths), TASKS_PER_CORE * sc.defaultParallelism))
+        return sc.parallelize(paths, slices).map(list_path).collect()
 
 
-def _write_tables(spark: SparkSession, out: "_Output", finished: RDD, about_paths: list[tuple], files: int) -> None:
-    findings = spark.createDataFrame(finished.flatMap(outcome_findings), FINDINGS).unionByName(
-        spark.createDataFrame(about_paths, FINDINGS))
-    out.table("findings", findings.coalesce(files))
-    out.table("partitions", spark.createDataFrame(finished.filter(_is_checked).map(partition_row), PARTITIONS)
-              .coalesce(files))
+def _side_by_side(*calls: Callable[[], None]) -> None:
+    """Run `calls` in threads that carry this one's Spark job group; raise the first error."""
+    errors: list[BaseException] = []
+
+    def run(call: Callable[[], None]) -> None:
+        try:
+            call()
+        except BaseException as e:  # handed to the caller's thread
+            errors.append(e)
+
+    threads = [InheritableThread(target=run, args=(call,)) for call in calls]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+
+
+def _kind(rows: DataFrame, kind: str) -> DataFrame:
+    return rows.filter(rows.kind == kind)
+
+
+def _check(spark: SparkSession, units: list[Unit], settings: Settings, dirs: Broadcast) -> list[DataFrame]:
+    """The checks, lazily, as tagged rows (`rows.TAGGED`) cached in the JVM; the last DataFrame holds every
+    partition's rows (the others are cached steps towards it, to unpersist at the end). Pieces of a split
+    partition are joined again first, which is the only shuffle, and only when something was split."""
+    sc = spark.sparkContext
+    checked = spark.createDataFrame(
+        sc.parallelize(units, max(1, len(units))).flatMap(partial(unit_rows, settings, dirs)), TAGGED).cache()
+    if not any(item.target.piece is not None for unit in units for item in unit.items):
+        return [checked]
+    joined = (_kind(checked, PIECE).select("blob").rdd.map(blob).keyBy(_partition_path).groupByKey().values()
+              .mapPartitions(partial(merged_rows, dirs)))
+    whole = checked.filter(checked.kind != PIECE).unionByName(spark.createDataFrame(joined, TAGGED)).cache()
+    return [checked, whole]
 
 
 class _Output:

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pyspark.sql.types import (ArrayType, DoubleType, IntegerType, LongType, StringType, StructField, StructType)
+from pyspark.sql.types import (ArrayType, BinaryType, DoubleType, IntegerType, LongType, StringType, StructField,
+                               StructType)
 
 from logtool.checks.catalog import Finding, Severity
 from logtool.spark.listing import Listing
-from logtool.spark.task import Checked, DirFindings
+from logtool.spark.task import Checked
 
 
 def _schema(*fields: tuple[str, object]) -> StructType:
@@ -35,6 +36,13 @@ BATCHES = _schema(
     ("log_dir", S), ("topic", S), ("partition", I), ("base_offset", L), ("last_offset", L), ("crc", L),
     ("leader_epoch", I))
 
+# What the check tasks send back, one kind of row each (a row of one of the tables above, or a pickled Python
+# value), so that all of it is computed once and cached in the JVM, and every table is a filter of it.
+TAGGED = _schema(("kind", S), ("finding", FINDINGS), ("partition", PARTITIONS), ("batch", BATCHES),
+                 ("blob", BinaryType()))
+FINDING, PARTITION, BATCH = "finding", "partition", "batch"
+PIECE, TALLY = "piece", "tally"  # blob: a piece of a split partition (a `Checked`), a task's `Tally`
+
 DIVERGENCE = _schema(
     ("topic", S), ("partition", I), ("replicas", ArrayType(S)), ("first_divergent_offset", L), ("kind", S),
     ("affected", ArrayType(S)), ("detail", S))
@@ -52,15 +60,6 @@ def listing_findings(listing: Listing) -> list[tuple]:
     for d in listing.report.log_dirs:
         rows += _findings(d.path, listing.host, "log_dir", d.path, None, None, None, d.findings)
     return rows
-
-
-def log_dir_findings(d: DirFindings) -> list[tuple]:
-    """Findings a log dir's root files gained against its partitions."""
-    return _findings(d.path, d.host, "log_dir", d.path, None, None, None, d.findings)
-
-
-def outcome_findings(outcome: Checked | DirFindings) -> list[tuple]:
-    return checked_findings(outcome) if isinstance(outcome, Checked) else log_dir_findings(outcome)
 
 
 def checked_findings(c: Checked) -> list[tuple]:

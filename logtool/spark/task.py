@@ -1,24 +1,18 @@
-"""The executor side of the audit: one unit of work through exactly the checks of `logtool verify`."""
+"""The executor side of the audit: one unit of work through exactly the checks of `logtool verify`, and the
+pieces of a split partition joined again."""
 from __future__ import annotations
 
 import socket
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import TYPE_CHECKING
 
-from logtool.checks.catalog import Finding
-from logtool.checks.logdir import LogDirReport
 from logtool.checks.partition import PartitionReport
-from logtool.checks.run import check_log_dir_files, check_target, finish_pieces
+from logtool.checks.run import check_target, finish_pieces
 from logtool.format.batch import BatchView
 from logtool.spark.listing import Sized
 from logtool.spark.split import Unit
 from logtool.store.gentle import gentle
-
-if TYPE_CHECKING:
-    from pyspark import Broadcast
 
 
 @dataclass(slots=True, frozen=True)
@@ -56,7 +50,7 @@ class Checked:
     batches: list[BatchKey] = field(default_factory=list)
 
 
-def run_unit(settings: Settings, unit: Unit) -> Iterator[Checked]:
+def check_unit(settings: Settings, unit: Unit) -> Iterator[Checked]:
     # One reading policy per task: --max-read-rate caps each task, as the operator sizes it per disk.
     reading = gentle(settings.max_read_rate, settings.spare_page_cache)
     host = socket.gethostname()
@@ -75,32 +69,3 @@ def merge(pieces: Iterable[Checked]) -> Checked:
     report = finish_pieces([(c.item.target, c.report) for c in ordered])
     hosts = ",".join(sorted({c.host for c in ordered}))
     return Checked(whole, hosts, report, sum(c.seconds for c in ordered), [k for c in ordered for k in c.batches])
-
-
-@dataclass(slots=True)
-class DirFindings:
-    """What a log dir's root files gained from being held against its partitions."""
-
-    path: str
-    host: str
-    findings: list[Finding]
-
-
-def parent_dir(c: Checked) -> str:
-    """The directory holding a checked partition: the log dir verify holds it against."""
-    return str(Path(c.report.path).parent)
-
-
-def across_files(log_dirs: "Broadcast[dict[str, LogDirReport]]",
-                 group: tuple[str, Iterable[Checked]]) -> Iterator[Checked | DirFindings]:
-    """verify's checks between a log dir's root files and all its partitions, over the outcomes of one
-    directory (grouped by `parent_dir`); outcomes of partitions in no listed log dir pass unchanged."""
-    path, outcomes = group
-    checked = list(outcomes)
-    ld = log_dirs.value.get(path)
-    if ld is not None:
-        # The broadcast value is shared by the tasks of a worker: collect this log dir's new findings apart.
-        fresh = replace(ld, findings=[])
-        check_log_dir_files(fresh, [c.report for c in checked])
-        yield DirFindings(ld.path, socket.gethostname(), fresh.findings)
-    yield from checked

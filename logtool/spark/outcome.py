@@ -1,0 +1,60 @@
+"""What a check task sends back: for each partition it checked, verify's checks against the partition's log
+dir (its checkpoints and clean-shutdown marker, broadcast from the listing), then the rows of every table and,
+once per task, a `Tally` for the summary. Pieces of a split partition go back whole, to be joined first."""
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from logtool.checks.logdir import LogDirReport
+from logtool.checks.run import check_against_log_dir
+from logtool.spark.rows import (BATCH, FINDING, PARTITION, PIECE, TALLY, batch_rows, checked_findings,
+                                partition_row)
+from logtool.spark.split import Unit
+from logtool.spark.summary import Tally
+from logtool.spark.task import Checked, Settings, check_unit, merge
+
+if TYPE_CHECKING:
+    from pyspark import Broadcast
+
+LogDirs = "Broadcast[dict[str, LogDirReport]]"
+
+
+def unit_rows(settings: Settings, log_dirs: LogDirs, unit: Unit) -> Iterator[tuple]:
+    """The tagged rows (schema `rows.TAGGED`) of one unit's partitions; a piece's outcome as it is."""
+    tally = Tally()
+    for c in check_unit(settings, unit):
+        if c.item.target.piece is None:
+            yield from _rows(log_dirs.value, c, tally)
+        else:
+            yield (PIECE, None, None, None, pickle.dumps(c, pickle.HIGHEST_PROTOCOL))
+    yield (TALLY, None, None, None, pickle.dumps(tally, pickle.HIGHEST_PROTOCOL))
+
+
+def merged_rows(log_dirs: LogDirs, partitions: Iterable[Iterable[Checked]]) -> Iterator[tuple]:
+    """The tagged rows of split partitions, each given as its pieces."""
+    tally = Tally()
+    for pieces in partitions:
+        yield from _rows(log_dirs.value, merge(pieces), tally)
+    yield (TALLY, None, None, None, pickle.dumps(tally, pickle.HIGHEST_PROTOCOL))
+
+
+def _rows(log_dirs: dict[str, LogDirReport], c: Checked, tally: Tally) -> Iterator[tuple]:
+    # verify holds a partition against the log dir it sits in, when that log dir is one of the PATHs.
+    ld = log_dirs.get(str(Path(c.report.path).parent))
+    if ld is not None:
+        check_against_log_dir(ld, c.report)
+    row = partition_row(c)
+    tally.add(c, row)
+    for finding in checked_findings(c):
+        yield (FINDING, finding, None, None, None)
+    yield (PARTITION, None, row, None, None)
+    for row in batch_rows(c):
+        yield (BATCH, None, None, row, None)
+
+
+def blob(row) -> object:
+    """The Python value a PIECE or TALLY row carries."""
+    return pickle.loads(row.blob)
