@@ -20,7 +20,7 @@ from logtool.spark.driver import Audit, run_audit
 from logtool.spark.listing import Sized
 from logtool.spark.rows import DIVERGENCE, FINDINGS, PARTITIONS
 from logtool.spark.session import LOG4J2, start
-from logtool.spark.split import SEGMENT_COST, pieces, split, weight
+from logtool.spark.split import SEGMENT_COST, TASKS_PER_CORE, pieces, split, task_size, weight
 from logtool.spark.task import Settings
 
 # 10 + 6 x 115 partitions at 3 replicas: 2,100 partition dirs over 3 brokers. The first topic's partitions
@@ -182,9 +182,18 @@ def test_work_is_balanced_by_bytes():
     units = split([huge, *small], task)
     assert sorted(str(i.target.path) for u in units for i in u.items if i.target.piece is None) == \
         sorted(str(s.target.path) for s in small)
-    assert all(u.weight <= task or len(u.items) == 1 for u in units)
+    total = sum(weight(p) for p in cut) + sum(weight(s) for s in small)
+    assert sum(u.weight for u in units) == total and len(units) == -(-total // task)
+    # As even as the items allow: no unit is lighter than another by more than one item.
+    assert max(u.weight for u in units) - min(u.weight for u in units) <= max(weight(p) for p in cut)
+    assert all(u.weight <= task for u in units)  # here the small partitions fill up every unit evenly
     assert [u.weight for u in units] == sorted((u.weight for u in units), reverse=True)
-    assert sum(u.weight for u in units) == sum(weight(p) for p in cut) + sum(weight(s) for s in small)
+
+
+def test_many_equal_partitions_make_exactly_the_tasks_asked_for():
+    parts = [_sized(f"p-{i}", [100_000]) for i in range(2000)]
+    units = split(parts, task_size(parts, cores=2))
+    assert len(units) == 2 * TASKS_PER_CORE and len({len(u.items) for u in units}) == 1  # no straggler task
 
 
 def _rows_without(rows, name: str):
