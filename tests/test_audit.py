@@ -190,10 +190,11 @@ def test_work_is_balanced_by_bytes():
     assert [u.weight for u in units] == sorted((u.weight for u in units), reverse=True)
 
 
-def test_many_equal_partitions_make_exactly_the_tasks_asked_for():
-    parts = [_sized(f"p-{i}", [100_000]) for i in range(2000)]
+@pytest.mark.parametrize("size,rounds", [(100_000, 1), (1 << 20, 2)])  # 2,000 x 2.25 MiB is past 4 x MAX_TASK
+def test_many_equal_partitions_make_whole_rounds_of_tasks(size, rounds):
+    parts = [_sized(f"p-{i}", [size]) for i in range(2000)]
     units = split(parts, task_size(parts, cores=2))
-    assert len(units) == 2 * TASKS_PER_CORE and len({len(u.items) for u in units}) == 1  # no straggler task
+    assert len(units) == 2 * TASKS_PER_CORE * rounds and len({len(u.items) for u in units}) == 1  # no straggler
 
 
 def _rows_without(rows, name: str):

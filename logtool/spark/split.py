@@ -18,7 +18,7 @@ SEGMENT_COST = 256 << 10
 # scheduling and Python worker round trips on local[2]: on 2 GB, 4 tasks per core were 0.15 s slower.
 TASKS_PER_CORE = 2
 MIN_TASK = 32 << 20
-MAX_TASK = 1 << 30
+MAX_TASK = 4 << 30
 
 
 @dataclass(slots=True, frozen=True)
@@ -35,7 +35,10 @@ def weight(item: Sized) -> int:
 
 def task_size(items: Sequence[Sized], cores: int) -> int:
     total = sum(weight(i) for i in items)
-    return max(MIN_TASK, min(MAX_TASK, -(-total // max(1, cores * TASKS_PER_CORE))))  # rounded up: no extra task
+    share = max(1, cores * TASKS_PER_CORE)
+    # Past MAX_TASK, more tasks, but whole rounds of `share`: a last task must not be left to run alone.
+    rounds = max(1, -(-total // (share * MAX_TASK)))
+    return max(MIN_TASK, -(-total // (share * rounds)))  # rounded up, so the split makes no extra task
 
 
 def pieces(item: Sized, task_bytes: int) -> list[Sized]:
