@@ -190,7 +190,7 @@ def test_work_is_balanced_by_bytes():
     assert [u.weight for u in units] == sorted((u.weight for u in units), reverse=True)
 
 
-@pytest.mark.parametrize("size,rounds", [(100_000, 1), (1 << 20, 2)])  # 2,000 x 2.25 MiB is past 4 x MAX_TASK
+@pytest.mark.parametrize("size,rounds", [(100_000, 1), (8 << 20, 2)])  # 2,000 x 9.25 MiB is past 4 x MAX_TASK
 def test_many_equal_partitions_make_whole_rounds_of_tasks(size, rounds):
     parts = [_sized(f"p-{i}", [size]) for i in range(2000)]
     units = split(parts, task_size(parts, cores=2))
