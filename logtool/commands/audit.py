@@ -69,7 +69,7 @@ def _one_line(e: Exception) -> str:
 @max_read_rate_option
 @spare_page_cache_option(default=True)
 @click.option("--task-bytes", type=click.IntRange(min=1), metavar="BYTES",
-              help="bytes of segments per Spark task  [default: about four tasks per core]")
+              help="bytes of segments per Spark task  [default: about two tasks per core]")
 @click.option("--conf", "conf", multiple=True, metavar="KEY=VALUE", callback=_conf,
               help="a Spark setting, as spark-submit's --conf (repeatable)")
 def command(paths: tuple[Path, ...], output: str, master: str | None, deep: bool, replicas: bool, fmt: str,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import partial, reduce
 from pathlib import Path
 
@@ -37,7 +37,7 @@ class Audit:
     paths: tuple[str, ...]
     output: str
     settings: Settings = field(default_factory=Settings)
-    task_bytes: int | None = None  # None: about four tasks per core (split.task_size)
+    task_bytes: int | None = None  # None: about two tasks per core (split.task_size)
     fail_on: Severity = Severity.WARNING
 
 
