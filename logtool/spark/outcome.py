@@ -51,8 +51,8 @@ def _rows(log_dirs: dict[str, LogDirReport], c: Checked, tally: Tally) -> Iterat
     for finding in checked_findings(c):
         yield (FINDING, finding, None, None, None)
     yield (PARTITION, None, row, None, None)
-    for row in batch_rows(c):
-        yield (BATCH, None, None, row, None)
+    for batch in batch_rows(c):
+        yield (BATCH, None, None, batch, None)
 
 
 def blob(row) -> object:
