@@ -16,8 +16,8 @@ import pytest
 from conftest import LOGTOOL, ROOT, run_logtool
 from fixtures.fleet import TopicSpec, write_fleet
 from logtool.checks.run import Target
-from logtool.spark.driver import Audit, run_audit
-from logtool.spark.listing import Sized
+from logtool.spark.driver import Audit, list_on_executors, run_audit
+from logtool.spark.listing import Sized, list_path
 from logtool.spark.rows import DIVERGENCE, FINDINGS, PARTITIONS
 from logtool.spark.session import LOG4J2, start
 from logtool.spark.split import SEGMENT_COST, TASKS_PER_CORE, pieces, split, task_size, weight
@@ -195,6 +195,15 @@ def test_many_equal_partitions_make_whole_rounds_of_tasks(size, rounds):
     parts = [_sized(f"p-{i}", [size]) for i in range(2000)]
     units = split(parts, task_size(parts, cores=2))
     assert len(units) == 2 * TASKS_PER_CORE * rounds and len({len(u.items) for u in units}) == 1  # no straggler
+
+
+def test_listing_on_executors_is_the_driver_s(spark, fleet):
+    # A cluster's executors list the PATHs (a local master lists in the driver): the same listings.
+    by_executors = list_on_executors(spark.sparkContext, tuple(fleet.paths), "test-listing")
+    in_driver = [list_path(p) for p in fleet.paths]
+    assert [(x.path, x.targets, [d.findings for d in x.report.log_dirs], x.report.findings) for x in by_executors] == \
+        [(x.path, x.targets, [d.findings for d in x.report.log_dirs], x.report.findings) for x in in_driver]
+    assert sum(len(x.targets) for x in by_executors) >= 2000
 
 
 def _rows_without(rows, name: str):

@@ -125,6 +125,10 @@ def _list(sc: SparkContext, paths: tuple[str, ...], group: str) -> list[Listing]
     this process saves a Spark job."""
     if sc.master.startswith("local"):
         return [list_path(path) for path in paths]
+    return list_on_executors(sc, paths, group)
+
+
+def list_on_executors(sc: SparkContext, paths: tuple[str, ...], group: str) -> list[Listing]:
     sc.setJobGroup(group, "logtool audit: listing the PATHs")
     with job_progress(sc, group, "listing"):
         # One task per PATH (a log dir is a fair share of listing), but no more than the cluster runs at once.
