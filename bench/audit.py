@@ -17,7 +17,6 @@ from pathlib import Path
 
 from bench.run import DATA, REPEAT, write_results
 from fixtures.fleet import TopicSpec, write_fleet
-from logtool.checks.run import run
 from logtool.spark.driver import Audit, run_audit
 from logtool.spark.session import start
 from logtool.spark.task import Settings

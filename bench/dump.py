@@ -17,16 +17,16 @@ from pathlib import Path
 from bench import peers
 from bench.index import many_segments
 from bench.run import REPEAT, RESULTS, best, measured, partition_dir
-from logtool import decoders
+from logtool.reads import decoders
 from logtool.render import dump_json
 from logtool.store.partition import Partition
-from logtool.store.ranges import Stats, plan, read_range
+from logtool.reads.ranges import Stats, plan_range, read_range
 
 
 def read_only(part_dir: Path) -> int:
     """The records lens alone: walk, decompress, decode (what aiokafka's iteration does), no output."""
     part, stats = Partition.from_dir(part_dir), Stats()
-    for _ in read_range(part, plan(part), stats):
+    for _ in read_range(part, plan_range(part), stats):
         pass
     part.close()
     return stats.records
@@ -36,7 +36,7 @@ def render_to_nothing(part_dir: Path) -> int:
     """The records lens and the JSON Lines renderer, in-process, output discarded."""
     part, stats = Partition.from_dir(part_dir), Stats()
     utf8 = decoders.get("utf8")
-    for _ in dump_json.objects(read_range(part, plan(part), stats), utf8, utf8):
+    for _ in dump_json.objects(read_range(part, plan_range(part), stats), utf8, utf8):
         pass
     part.close()
     return stats.records
@@ -51,7 +51,7 @@ def near_the_end(part_dir: Path) -> dict:
     target = last_offset - 50
     stats = Stats()
     t = time.perf_counter()
-    p = plan(part, from_offset=target)
+    p = plan_range(part, from_offset=target)
     n = sum(1 for _ in read_range(part, p, stats))
     seconds = time.perf_counter() - t
     assert n and stats.records == 51 and p.segment == len(part.segments) - 1, (stats, p)

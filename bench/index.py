@@ -16,7 +16,7 @@ from pathlib import Path
 
 from bench.run import DATA, best, partition_dir, write_results
 from fixtures.generator import big_templates, repeat_to_size, write_partition
-from logtool.checks.run import Target, check_target
+from logtool.checks.engine import Target, check_target
 from logtool.recovery import index_rebuild
 from logtool.store.partition import Partition
 from logtool.store.seek import seek_offset
@@ -72,7 +72,7 @@ def main() -> int:
 
     big = partition_dir()
     t_verify, _ = best(lambda: check_target(Target(big), False))
-    t_rebuild, plan = best(lambda: index_rebuild.plan(Partition.from_dir(big), 4096))
+    t_rebuild, plan = best(lambda: index_rebuild.plan_index_rebuild(Partition.from_dir(big), 4096))
     assert not plan.pending, "the generator writes indexes by the recovery rule: nothing should differ"
 
     res = {

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from bench import peers
 from fixtures.generator import write_big
-from logtool.checks.run import Target, check_target
+from logtool.checks.engine import Target, check_target
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data"

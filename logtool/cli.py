@@ -8,8 +8,8 @@ import click
 
 from logtool import __version__
 from logtool.commands import audit, dump, find, index, restore, scan, verify
+from logtool import exitcodes
 
-EXIT_OK, EXIT_PROBLEMS, EXIT_OPERATIONAL, EXIT_USAGE = 0, 4, 8, 16
 
 
 class _ReaderGone(Exception):
@@ -51,27 +51,27 @@ def main(argv: list[str] | None = None) -> None:
         sys.stdout.flush()  # here rather than at interpreter exit, where a closed pipe cannot be handled
     except click.UsageError as e:
         e.show()
-        rc = EXIT_USAGE
+        rc = exitcodes.USAGE
     except click.Abort:
         click.echo("Aborted.", err=True)
-        rc = EXIT_OPERATIONAL
+        rc = exitcodes.OPERATIONAL
     except click.ClickException as e:
         e.show()
-        rc = EXIT_OPERATIONAL
+        rc = exitcodes.OPERATIONAL
     except (BrokenPipeError, _ReaderGone):
         # The reader went away (`logtool dump | head`): leave quietly, as Unix tools do. What stdout still
         # buffers goes to /dev/null, so the flush at interpreter exit cannot fail again.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
-        rc = EXIT_OK
+        rc = exitcodes.CLEAN
     except KeyboardInterrupt:
         print("logtool: interrupted", file=sys.stderr)
-        rc = EXIT_OPERATIONAL
+        rc = exitcodes.OPERATIONAL
     except Exception as e:  # a bug of ours: one line for the user, the traceback on request
         if os.environ.get("LOGTOOL_DEBUG"):
             raise
         print(f"logtool: internal error: {type(e).__name__}: {e} (set LOGTOOL_DEBUG=1 for the traceback)",
               file=sys.stderr)
-        rc = EXIT_OPERATIONAL
-    sys.exit(rc if isinstance(rc, int) else EXIT_OK)
+        rc = exitcodes.OPERATIONAL
+    sys.exit(rc if isinstance(rc, int) else exitcodes.CLEAN)

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import LOGTOOL, ROOT, run_logtool
 from fixtures.fleet import TopicSpec, write_fleet
-from logtool.checks.run import Target
+from logtool.checks.engine import Target
 from logtool.spark.driver import Audit, list_on_executors, run_audit
 from logtool.spark.listing import Sized, list_path
 from logtool.spark.rows import DIVERGENCE, FINDINGS, PARTITIONS

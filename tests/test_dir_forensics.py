@@ -18,8 +18,8 @@ import pytest
 
 from conftest import KAFKA_WRITTEN, REAL, require, run_logtool
 from fixtures import generator as g
-from logtool.checks.catalog import Severity
-from logtool.checks.run import Report, run
+from logtool.findings import Severity
+from logtool.checks.engine import Report, run_checks
 from logtool.store.partition import Partition
 from test_real_fixtures import (DESCRIBED, LOG_DIRS, UNLISTED_ANOMALIES, _explanation, all_findings, section,
                                 unknown_partition, verify_json)
@@ -86,7 +86,7 @@ def rename_segment(part: Path, base: int, new_base: int) -> None:
 
 
 def check(*paths: Path) -> Report:
-    return run(list(paths), deep=False)
+    return run_checks(list(paths), deep=False)
 
 
 def found(report: Report, kind: str) -> list:
@@ -123,7 +123,7 @@ def test_generated_log_dir_is_clean(tmp_path):
     assert [f for f in report.all_findings() if f.name in DIR_KINDS] == []
     assert report.exit_code() == 0
     part = next(p for p in report.partitions if p.path.endswith("events-0"))
-    assert (part.facts.log_start, part.facts.log_end, part.facts.damaged) == (0, 60, False)
+    assert (part.facts.log_start, part.facts.log_end, part.facts.recovery_cuts) == (0, 60, False)
 
 
 # ----------------------------------------------------------------- checkpoints against the log

@@ -22,14 +22,14 @@ from kafka.record import MemoryRecords
 
 from conftest import KAFKA_WRITTEN, LOGTOOL, kafka_case, require, run_logtool
 from fixtures import generator as g
-from logtool import decoders
+from logtool.reads import decoders
 from logtool.cli import cli
 from logtool.format.batch import read_entry
 from logtool.format.kraft import control_value
 from logtool.format.records import Record, RecordError, parse_control
 from logtool.render import dump_json, dump_text
 from logtool.store.partition import Partition
-from logtool.store.ranges import BatchRead, Control, Skipped, Stats, plan, read_range
+from logtool.reads.ranges import BatchRead, Control, Skipped, Stats, plan_range, read_range
 from test_generated_matrix import MATRIX, spec
 from test_real_fixtures import REAL, TARGETS, kp_read, partition_dirs
 
@@ -213,7 +213,7 @@ def test_damaged_segment_dumped_up_to_its_valid_prefix():
     rc, text, _ = dump(kafka_case("corrupt-bitflip-last-segment"))
     last = text.splitlines()[-1]
     assert re.fullmatch(rf"Reading stopped at byte {d['position']} of {d['segment']}: LT101 CRC_MISMATCH: "
-                        rf"Record is corrupt \(stored crc = \d+, computed crc = \d+\); {d['bytes_following']} bytes follow", last)
+                        rf"Record is corrupt \(stored crc = \d+, computed crc = \d+\); the valid log ends at byte {d['position']}, {d['bytes_following']} bytes after it are cut by recovery", last)
 
 
 def test_zero_tail_of_the_active_segment():
@@ -399,7 +399,7 @@ def test_decoders():
 def test_decoder_plugins_by_entry_point(tmp_path, monkeypatch):
     (tmp_path / "rot_plugin.py").write_text(textwrap.dedent("""
         import codecs
-        from logtool.decoders import Decoder
+        from logtool.reads.decoders import Decoder
 
         class Rot13(Decoder):
             def text(self, data):
@@ -478,7 +478,7 @@ def dump_bytes(tmp: Path, data: bytes) -> set[int]:
     part = Partition.from_dir(log.parent)
     stats = Stats()
     try:
-        events = list(read_range(part, plan(part), stats, salvage=True))
+        events = list(read_range(part, plan_range(part), stats, salvage=True))
         dump_text.render(events, io.StringIO(), decoders.get("utf8"), decoders.get("json"))
         dump_json.write_lines(events, io.StringIO(), decoders.get("hex"), decoders.get("json"))
         dump_json.write_document(events, io.StringIO(), decoders.get("base64"), decoders.get("none"),

@@ -27,7 +27,7 @@ def sha(data: bytes) -> str:
 @pytest.mark.parametrize("case", CASES)
 def test_rebuild_plan_equals_kafkas_recovery(case):
     exp = json.loads((KAFKA_WRITTEN / case / "expected.json").read_text())
-    plan = index_rebuild.plan(Partition.from_dir(kafka_case(case)), 4096)
+    plan = index_rebuild.plan_index_rebuild(Partition.from_dir(kafka_case(case)), 4096)
     by_name = {c.path.name: c.new for c in plan.changes}
     for r in exp["segmentRecover"]:
         base = f"{r['baseOffset']:020d}"
@@ -133,7 +133,7 @@ def test_rebuild_apply_then_restore_is_byte_for_byte(case_copy, tmp_path_factory
     assert run_logtool("index", "rebuild", str(part)).returncode == 0
     (run_dir,) = q.iterdir()
     manifest = json.loads((run_dir / "manifest.json").read_text())
-    assert [Path(e["original"]).name for e in manifest["entries"]] == ["00000000000000000000.index"]
+    assert [e["name"] for e in manifest["entries"]] == ["00000000000000000000.index"]
     assert run_logtool("restore", str(run_dir)).returncode == 0
     assert {f.name: f.read_bytes() for f in part.iterdir()} == before
 
@@ -157,7 +157,7 @@ def test_apply_refuses_while_a_broker_holds_the_lock(case_copy, tmp_path_factory
         assert holder.stdout.readline().strip() == "locked"
         before = (part / "00000000000000000000.index").read_bytes()
         p = run_logtool("index", "rebuild", "--apply", "--quarantine", str(q), str(part))
-        assert p.returncode == 8 and "holds its .lock" in p.stderr
+        assert p.returncode == 8 and "holds .lock" in p.stderr
         assert (part / "00000000000000000000.index").read_bytes() == before
     finally:
         holder.kill()

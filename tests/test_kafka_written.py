@@ -23,7 +23,7 @@ import pytest
 
 from logtool.format.records import iter_records, parse_control
 from logtool.store.partition import Partition
-from logtool.store.segment import Walk
+from logtool.store.segment import WalkOutcome
 
 from conftest import KAFKA_WRITTEN, require  # noqa: E402 - fails loudly when ../shared is missing
 
@@ -316,7 +316,7 @@ def test_walk_batches_match_kafka(case):
             name = seg["log"]["file"]
             rec = recover_of(case, seg["baseOffset"])
             want = valid_batches(case, seg)
-            result = Walk(0)
+            result = WalkOutcome(0)
             views = list(by_base[seg["baseOffset"]].walk(result))
             if len(views) != len(want):
                 diffs.append(f"{name}: walk yields {len(views)} batches at "

@@ -29,7 +29,7 @@ from kafka.record import MemoryRecords
 
 from logtool.format.records import iter_records
 from logtool.store.partition import Partition
-from logtool.store.segment import Walk
+from logtool.store.segment import WalkOutcome
 
 from conftest import REAL, require  # noqa: E402 - fails loudly when ../shared is missing
 
@@ -340,7 +340,7 @@ def test_logs_match_kafka_python(target):
                 # SOURCES.md: no real log is damaged; kafka-python agrees.
                 if kp.valid_bytes != kp.size or not all(b.crc_valid for b in kp.batches):
                     diffs.append(f"{name}: kafka-python finds damage (valid {kp.valid_bytes} of {kp.size} bytes)")
-                result = Walk(0)
+                result = WalkOutcome(0)
                 views = list(seg.walk(result))
                 if len(views) != len(kp.batches):
                     diffs.append(f"{name}: walk yields {len(views)} batches, kafka-python {len(kp.batches)}")

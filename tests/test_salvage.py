@@ -12,7 +12,7 @@ import pytest
 from conftest import kafka_case
 from fixtures import generator as g
 from logtool.store.partition import Partition
-from logtool.store.salvage import next_batch
+from logtool.reads.salvage import next_batch
 from logtool.store.segment import Segment
 from test_dump import B64, dump, kafka_python_records, objects, records_of
 from test_generated_matrix import spec
@@ -82,7 +82,8 @@ def test_text_lines_and_a_damage_with_nothing_after(tmp_path):
     tail = out.splitlines()[-2:]
     assert rc == 4
     assert tail == [f"Reading stopped at byte {size} of {log.name}: LT103 PREALLOCATED_TAIL: 3000 zero bytes after "
-                    f"the last batch (preallocated or zero-filled); 3000 bytes follow",
+                    f"the last batch (preallocated or zero-filled); the valid log ends at byte {size}, 3000 bytes "
+                    f"after it are cut by recovery",
                     f"Skipped 3000 bytes of {log.name} from byte {size}: no valid batch follows in the file"]
 
 

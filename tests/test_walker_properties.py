@@ -12,7 +12,7 @@ from logtool.format.batch import read_entry
 from logtool.format.index import aborted_txns, offset_index_sanity, time_index_sanity
 from logtool.format.meta import MetaError, leader_epochs, offset_checkpoint, partition_metadata, producer_snapshot
 from logtool.format.records import RecordError, iter_records
-from logtool.store.segment import Segment, Walk
+from logtool.store.segment import Segment, WalkOutcome
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 # Segments written by Kafka itself, one per message format and codec family.
@@ -25,11 +25,11 @@ SOURCES = [
 ]
 
 
-def walk_bytes(tmp: Path, data: bytes, deep: bool = True) -> Walk:
+def walk_bytes(tmp: Path, data: bytes, deep: bool = True) -> WalkOutcome:
     path = tmp / "00000000000000000000.log"
     path.write_bytes(data)
     seg = Segment(path, 0)
-    walk = Walk(len(data))
+    walk = WalkOutcome(len(data))
     with seg:
         for view in seg.walk(walk):
             assert view.position + view.size <= len(data)

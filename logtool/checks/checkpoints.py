@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 from pathlib import Path
 
-from logtool.checks.catalog import finding
+from logtool.findings import finding
 from logtool.checks.logdir import LogDirReport
 from logtool.checks.partition import PartitionReport
 from logtool.store.layout import CLUSTER_METADATA
@@ -69,7 +69,7 @@ def _check_value(name: str, offset: int, part: PartitionReport, log_start_entry:
         where = f"the log end offset is {end}"
     if name == RECOVERY and _skips_damage(offset, part):
         part.findings.append(finding("RECOVERY_SKIPS_DAMAGE", f"recovery point {offset} lies after the damage in "
-                                     f"{facts.damaged_segment:020d}.log; recovery starts at the segment holding "
+                                     f"{facts.cut_segment:020d}.log; recovery starts at the segment holding "
                                      f"the recovery point", name, offset=offset))
     elif offset > end:
         kind, message = _BEYOND[name]
@@ -86,7 +86,7 @@ def _check_value(name: str, offset: int, part: PartitionReport, log_start_entry:
 def _skips_damage(recovery_point: int, part: PartitionReport) -> bool:
     """Kafka recovers from the last segment whose base is at or below the recovery point
     (`LogSegments.values(recoveryPoint, ...)`), or from the first segment when there is none."""
-    damaged = part.facts.damaged_segment
+    damaged = part.facts.cut_segment
     if damaged is None:
         return False
     bases = [s.base_offset for s in part.segments]

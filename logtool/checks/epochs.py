@@ -11,8 +11,8 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 
-from logtool.checks.catalog import Finding, finding
-from logtool.checks.facts import PartitionFacts
+from logtool.findings import Finding, finding
+from logtool.rules.facts import PartitionFacts
 from logtool.format.meta import MetaError, leader_epochs
 
 NAME = "leader-epoch-checkpoint"

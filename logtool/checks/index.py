@@ -7,39 +7,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from logtool.checks.catalog import Finding, finding
-from logtool.checks.expected_index import UNKNOWN_OFFSET, TxnTracker
+from logtool.findings import Finding, Sink
+from logtool.rules.transactions import UNKNOWN_OFFSET, TxnTracker
 from logtool.format.batch import BatchView
 from logtool.format.index import (OFFSET_ENTRY, TIME_ENTRY, AbortedTxn, aborted_txns, offset_index_sanity,
                                   time_index_sanity, zero_tail_start)
-from logtool.store.segment import Walk, open_readonly
-
-MAX_REPORTED = 5  # per index and kind of problem: the first few, then a count
-
+from logtool.store.segment import WalkOutcome, open_readonly
 
 def _entries(n: int) -> str:
     return f"{n} entry" if n == 1 else f"{n} entries"
 
 
-class _Reporter:
-    def __init__(self, file: str) -> None:
-        self.file = file
-        self.findings: list[Finding] = []
-        self.counts: dict[str, int] = {}
-
-    def add(self, name: str, message: str, position: int | None = None, offset: int | None = None) -> None:
-        n = self.counts[name] = self.counts.get(name, 0) + 1
-        if n <= MAX_REPORTED:
-            self.findings.append(finding(name, message, self.file, position, offset))
-
-    def done(self) -> list[Finding]:
-        for name, n in self.counts.items():
-            if n > MAX_REPORTED:
-                self.findings.append(finding(name, f"... and {n - MAX_REPORTED} more entries like the above", self.file))
-        return self.findings
-
-
-def _load(path: Path, entry_size: int, base: int, active: bool, rep: _Reporter) -> tuple[memoryview, int] | None:
+def _load(path: Path, entry_size: int, base: int, active: bool, rep: Sink) -> tuple[memoryview, int] | None:
     """The index bytes and the number of meaningful entries (a preallocated zero tail excluded)."""
     try:
         buf, size = open_readonly(path)
@@ -61,9 +40,9 @@ class OffsetIndexCheck:
     P ending below O; that is what Kafka's lookup needs to land on the right batch. An entry's O may exceed
     the last offset of the batch at P (follower and cleaner appends index whole chunks)."""
 
-    def __init__(self, path: Path, base: int, active: bool) -> None:
+    def __init__(self, path: Path, base: int, active: bool, sink: Sink) -> None:
         self.base = base
-        self.rep = _Reporter(path.name)
+        self.rep = sink.for_file(path.name)
         self.entries = iter(())
         self.prev: tuple[int, int] | None = None
         self.next: tuple[int, int] | None = None
@@ -105,7 +84,7 @@ class OffsetIndexCheck:
             self._advance()
         self.prev_batch_last = view.last_offset
 
-    def finish(self, walk: Walk, last_offset: int | None) -> list[Finding]:
+    def finish(self, walk: WalkOutcome, last_offset: int | None) -> None:
         beyond = 0
         while self.next is not None:
             offset, pos = self.next
@@ -121,7 +100,6 @@ class OffsetIndexCheck:
         if self.prev is not None and last_offset is not None and self.prev[0] > last_offset and not beyond:
             self.rep.add("INDEX_WRONG_POSITION", f"last entry names offset {self.prev[0]}, beyond the segment's "
                                                  f"last offset {last_offset}", self.prev[1], self.prev[0])
-        return self.rep.done()
 
 
 class TimeIndexCheck:
@@ -129,8 +107,8 @@ class TimeIndexCheck:
     last offset, older brokers the offset of the record holding the max timestamp), and T is the largest
     batch max timestamp up to and including that batch. Timestamps strictly increase; offsets never decrease."""
 
-    def __init__(self, path: Path, base: int, active: bool) -> None:
-        self.rep = _Reporter(path.name)
+    def __init__(self, path: Path, base: int, active: bool, sink: Sink) -> None:
+        self.rep = sink.for_file(path.name)
         self.base = base
         self.entries = iter(())
         self.next: tuple[int, int] | None = None
@@ -171,7 +149,7 @@ class TimeIndexCheck:
                                                       f"timestamp up to that batch is {self.max_ts}", view.position, offset)
             self._advance()
 
-    def finish(self, walk: Walk, last_offset: int | None) -> list[Finding]:
+    def finish(self, walk: WalkOutcome, last_offset: int | None) -> None:
         beyond = 0
         while self.next is not None:
             beyond += 1
@@ -179,7 +157,6 @@ class TimeIndexCheck:
         if beyond:
             self.rep.add("INDEX_BEYOND_LOG", f"{_entries(beyond)} past the last valid offset "
                                              f"{last_offset}")
-        return self.rep.done()
 
 
 class TxnIndexCheck:
@@ -188,7 +165,8 @@ class TxnIndexCheck:
     offsets depend on transactions opened earlier; they are compared only where the partition's history on
     disk makes them knowable. The file is read once, at the end of the walk."""
 
-    def __init__(self, path: Path, base: int, buf, txns: TxnTracker) -> None:
+    def __init__(self, path: Path, base: int, buf, txns: TxnTracker, sink: Sink) -> None:
+        self.sink = sink
         self.path, self.base, self.buf, self.txns = path, base, buf, txns
         self.expected: list[AbortedTxn] = []
 
@@ -197,8 +175,8 @@ class TxnIndexCheck:
         if aborted is not None:
             self.expected.append(aborted)
 
-    def finish(self, walk: Walk, last_offset: int | None) -> list[Finding]:
-        rep = _Reporter(self.path.name)
+    def finish(self, walk: WalkOutcome, last_offset: int | None) -> None:
+        rep = self.sink.for_file(self.path.name)
         on_disk: list[AbortedTxn] = []
         if self.path.exists():
             try:
@@ -206,7 +184,7 @@ class TxnIndexCheck:
                 on_disk = list(aborted_txns(buf))
             except OSError as e:
                 rep.add("UNREADABLE", f"cannot read {self.path.name}: {e.strerror or e}")
-                return rep.done()
+                return
             for txn in on_disk:
                 if txn.version > 0:
                     rep.add("TXNINDEX_CORRUPT", f"unexpected aborted transaction version {txn.version}", None,
@@ -240,5 +218,4 @@ class TxnIndexCheck:
             else:
                 rep.add("INDEX_BEYOND_LOG", f"lists an abort at offset {extra.last_offset}, past the last valid "
                                             f"offset {last_offset}", None, extra.last_offset)
-        return rep.done()
 

@@ -5,7 +5,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from logtool.checks.catalog import Finding, finding
+from logtool.findings import Finding, finding
 from logtool.format.meta import NODE_ID_FIELD, MetaError, meta_identity, offset_checkpoint, properties
 from logtool.store.layout import (CLUSTER_METADATA, IGNORED_LOG_DIR_CHILDREN, LOG_DIR_FILES, OFFSET_CHECKPOINTS,
                                   parse_partition_dir)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from logtool.checks.catalog import finding
+from logtool.findings import finding
 from logtool.checks.logdir import LogDirReport
 from logtool.format.meta import NODE_ID_FIELD, MetaError, meta_identity
 

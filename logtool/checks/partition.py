@@ -4,17 +4,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from logtool.checks.catalog import Finding, Severity, finding
+from logtool.findings import Finding, Severity, finding
 from logtool.checks.epochs import check_leader_epochs
-from logtool.checks.expected_index import TxnTracker
-from logtool.checks.facts import PartitionFacts, partition_facts
-from logtool.checks.segment import Lens, SegmentReport, check_segment
+from logtool.rules.transactions import TxnTracker
+from logtool.rules.facts import PartitionFacts, partition_facts
+from logtool.checks.segment import SegmentReport, check_segment
+from logtool.store.segment import Lens
 from logtool.format.meta import MetaError, partition_metadata, producer_snapshot
 from logtool.store.layout import FileKind
 from logtool.store.partition import Partition
 
-_FRAMING_STOPS = {"CRC_MISMATCH", "TORN_BATCH", "ZERO_TAIL", "SHORT_TAIL", "BAD_LENGTH", "GARBAGE",
-                  "IMPOSSIBLE_LENGTH", "BATCH_TOO_SMALL", "BAD_TXN_MARKER"}
 # Files Kafka rewrites through a .tmp copy and an atomic rename (CheckpointFile, PartitionMetadataFile).
 _TMP_COPIES = {"leader-epoch-checkpoint.tmp", "partition.metadata.tmp"}
 
@@ -107,7 +106,7 @@ def _check_dir_name(part: Partition, rep: PartitionReport) -> None:
 def _check_segment_set(rep: PartitionReport) -> None:
     prev: SegmentReport | None = None
     for i, seg in enumerate(rep.segments):
-        stops = [f for f in seg.findings if f.name in _FRAMING_STOPS]
+        stops = [f for f in seg.findings if f.kind.cuts]
         if stops and i < len(rep.segments) - 1:
             later = rep.segments[i + 1 :]
             rep.findings.append(finding(

@@ -1,17 +1,16 @@
 """Deep checks (`--deep`): decode every record of a batch and hold it to what its header claims."""
 from __future__ import annotations
 
-from logtool.checks.catalog import Finding, finding
+from logtool.findings import Sink
 from logtool.format.batch import BatchView
 from logtool.format.records import RecordError, iter_records, parse_control
 
 
-def check_records(buf, view: BatchView, file: str) -> tuple[int, list[Finding]]:
-    """(records decoded, findings) for one whole, valid batch."""
-    found: list[Finding] = []
+def check_records(buf, view: BatchView, sink: Sink) -> int:
+    """Decode every record of one whole, valid batch into `sink`'s findings; returns how many were decoded."""
 
     def report(name: str, message: str) -> None:
-        found.append(finding(name, message, file, view.position, view.base_offset))
+        sink.add(name, message, view.position, view.base_offset)
 
     n = 0
     prev_offset = None
@@ -33,17 +32,12 @@ def check_records(buf, view: BatchView, file: str) -> tuple[int, list[Finding]]:
             if control:
                 parse_control(rec)
     except RecordError as e:
-        if str(e).startswith("Incorrect declared batch size"):
-            name = "RECORD_COUNT_MISMATCH"
-        elif view.is_control:
-            name = "CONTROL_RECORD_INVALID"
-        else:
-            name = "LEGACY_WRAPPER_UNREADABLE" if view.is_legacy else "RECORDS_UNREADABLE"
-
-        report(name, str(e))
-        return n, found
+        # A wrapper the walker could not open was reported when it was walked (LEGACY_WRAPPER_UNREADABLE).
+        if view.base_offset is not None:
+            report(e.kind, str(e))
+        return n
     if not view.is_legacy:
         span = view.last_offset - view.base_offset + 1
         if n > span:
             report("RECORD_COUNT_MISMATCH", f"header says {view.count} records over {span} offsets; {n} decoded")
-    return n, found
+    return n

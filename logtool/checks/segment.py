@@ -2,22 +2,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
-
-from logtool.checks.catalog import Finding, finding
-from logtool.checks.expected_index import TxnTracker
+from logtool.findings import Finding, Sink
+from logtool.rules.transactions import TxnTracker
 from logtool.checks.index import OffsetIndexCheck, TimeIndexCheck, TxnIndexCheck
 from logtool.checks.records import check_records
 from logtool.format.batch import MAX_SEGMENT_BYTES, BatchView, codec_name
-from logtool.store.segment import Segment, Walk
+from logtool.store.segment import Lens, Segment, WalkOutcome
 
 _RELATIVE_MAX = 2**31 - 1
-
-
-class Lens(Protocol):
-    """Anything fed every batch of a segment's valid prefix, in file order."""
-
-    def feed(self, view: BatchView) -> None: ...
 
 
 @dataclass(slots=True)
@@ -55,8 +47,8 @@ class SegmentReport:
 class _BatchRules:
     """Per-batch invariants Kafka's recovery does not enforce: they never move the valid prefix."""
 
-    def __init__(self, seg: Segment, rep: SegmentReport) -> None:
-        self.rep, self.name, self.base = rep, seg.log_path.name, seg.base_offset
+    def __init__(self, seg: Segment, rep: SegmentReport, sink: Sink) -> None:
+        self.rep, self.sink, self.base = rep, sink, seg.base_offset
         self.prev_last: int | None = None
         self.codec_ids: set[int] = set()
         self.epoch, self.run_start = -1, 0  # leader epoch of the current run of batches, and its first offset
@@ -98,7 +90,7 @@ class _BatchRules:
                          v, first)
 
     def _report(self, kind: str, message: str, v: BatchView, offset: int) -> None:
-        self.rep.findings.append(finding(kind, message, self.name, v.position, offset))
+        self.sink.add(kind, message, v.position, offset)
 
     def _new_epoch_run(self, epoch: int, first: int) -> None:
         self._close_epoch_run()
@@ -114,17 +106,6 @@ class _BatchRules:
         self.rep.codecs = {codec_name(c) for c in self.codec_ids}
 
 
-def _stop_finding(seg: Segment, walk: Walk, active: bool) -> Finding:
-    stop = walk.stop
-    name = stop.reason
-    if name == "ZERO_TAIL" and active:
-        name = "PREALLOCATED_TAIL"
-    cut = walk.size - stop.position
-    offset = walk.stop_view.base_offset if walk.stop_view is not None else None
-    return finding(name, f"{stop.detail}; the valid log ends at byte {stop.position}, {cut} bytes after it are cut by recovery",
-                   seg.log_path.name, stop.position, offset)
-
-
 def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | None = None,
                   lens: Lens | None = None) -> SegmentReport:
     """Walk one segment once; every lens sees every batch of the valid prefix. Raises OSError if unreadable.
@@ -132,48 +113,49 @@ def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | Non
     `txns` carries open transactions from the partition's earlier segments; without it the segment is
     taken on its own (first offsets of transactions opened before it are then unknown). `lens` is one more
     lens fed in the same walk, for callers that keep something per batch (the audit's replica rows)."""
-    rep = SegmentReport(seg.log_path.name, seg.base_offset, seg.size)
-    rules = _BatchRules(seg, rep)
-    lenses: list = [rules]
+    name = seg.log_path.name
+    rep = SegmentReport(name, seg.base_offset, seg.size)
+    sink = Sink(name)
+    rules = _BatchRules(seg, rep, sink)
+    lenses: list[Lens] = [rules]
     index_checks = []
     for suffix, check in ((".index", OffsetIndexCheck), (".timeindex", TimeIndexCheck)):
         path = seg.path_with(suffix)
         if path.exists():
             rep.indexes[suffix[1:]] = path.stat().st_size
-            index_checks.append(check(path, seg.base_offset, active))
+            index_checks.append(check(path, seg.base_offset, active, sink))
         else:
             rep.indexes[suffix[1:]] = None
             if seg.size:
-                rep.findings.append(finding("INDEX_MISSING" if suffix == ".index" else "TIMEINDEX_MISSING",
-                                            f"{path.name} is missing", path.name))
+                sink.add("INDEX_MISSING" if suffix == ".index" else "TIMEINDEX_MISSING", f"{path.name} is missing",
+                         file=path.name)
     txn = seg.path_with(".txnindex")
     if txn.exists():
         rep.indexes["txnindex"] = txn.stat().st_size
     index_checks.append(TxnIndexCheck(txn, seg.base_offset, seg.buf,
-                                      txns if txns is not None else TxnTracker(history_complete=False)))
+                                      txns if txns is not None else TxnTracker(history_complete=False), sink))
     lenses += index_checks
     if lens is not None:
         lenses.append(lens)
     if seg.size >= MAX_SEGMENT_BYTES:
-        rep.findings.append(finding("SEGMENT_TOO_LARGE", f"{seg.size} bytes", seg.log_path.name))
+        sink.add("SEGMENT_TOO_LARGE", f"{seg.size} bytes")
     if seg.size == 0:
-        rep.findings.append(finding("EMPTY_SEGMENT", "the segment is empty", seg.log_path.name))
-    walk = Walk(seg.size)
+        sink.add("EMPTY_SEGMENT", "the segment is empty")
+    walk = WalkOutcome(seg.size)
     records = 0
     buf = seg.buf
     for view in seg.walk(walk):
-        for lens in lenses:
-            lens.feed(view)
+        for each in lenses:
+            each.feed(view)
         if deep:
-            n, found = check_records(buf, view, seg.log_path.name)
-            records += n
-            rep.findings += found
+            records += check_records(buf, view, sink)
     rules.finish()
     rep.valid_bytes, rep.batches = walk.valid_bytes, walk.batches
     rep.records = records if deep else None
     if walk.stop is not None:
         rep.first_invalid_position = walk.stop.position
-        rep.findings.append(_stop_finding(seg, walk, active))
+        sink.findings.append(walk.stop_finding(name, active))
     for check in index_checks:
-        rep.findings += check.finish(walk, rep.last_offset)
+        check.finish(walk, rep.last_offset)
+    rep.findings = sink.done()
     return rep

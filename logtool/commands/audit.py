@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from logtool.checks.catalog import Severity
+from logtool.findings import Severity
 from logtool.commands.options import (deep_option, fail_on_option, max_read_rate_option, paths_argument,
                                       spare_page_cache_option)
 from logtool.render.jsonout import emit_json

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import click
 
-from logtool import decoders
+from logtool.reads import decoders
 from logtool.commands.find import open_partition, parse_time
 from logtool.commands.options import format_option
 from logtool.render import dump_json, dump_text
-from logtool.store.ranges import Plan, Stats, plan, read_range
+from logtool.reads.ranges import RangePlan, Stats, plan_range, read_range
+from logtool import exitcodes
 
 
 def _decoder(name: str | None) -> decoders.Decoder:
@@ -58,7 +59,7 @@ def command(path: Path, from_offset: int | None, to_offset: int | None, from_tim
     part = open_partition(path)
     stats = Stats()
     try:
-        p = plan(part, from_offset, to_offset, start_ms, end_ms)
+        p = plan_range(part, from_offset, to_offset, start_ms, end_ms)
         events = read_range(part, p, stats, salvage=salvage, batches_only=batches_only, limit=max_records)
         out = sys.stdout
         if isinstance(out, io.TextIOWrapper):  # a key or value the terminal's encoding lacks is escaped, not fatal
@@ -80,10 +81,10 @@ def command(path: Path, from_offset: int | None, to_offset: int | None, from_tim
     if fmt != "json":
         for note in _notes(p, stats, batches_only):
             print(f"logtool: {note}", file=sys.stderr)
-    return 4 if stats.damaged else 0
+    return exitcodes.PROBLEMS if stats.damaged else exitcodes.CLEAN
 
 
-def _notes(p: Plan, stats: Stats, batches_only: bool) -> list[str]:
+def _notes(p: RangePlan, stats: Stats, batches_only: bool) -> list[str]:
     """What the user should know when the output is shorter than asked: why, and what the log holds."""
     notes = list(p.notes)
     if not (stats.batches if batches_only else stats.records):

@@ -12,6 +12,7 @@ from logtool.render.text import console
 from logtool.store.layout import PathKind, kind_of
 from logtool.store.partition import Partition
 from logtool.store.seek import Hit, SeekError, seek_offset, seek_timestamp
+from logtool import exitcodes
 
 
 def parse_time(text: str) -> int:
@@ -55,7 +56,7 @@ def command(path: Path, offset: int | None, when: str | None, fmt: str) -> int:
         hit = seek_offset(part, offset) if offset is not None else seek_timestamp(part, parse_time(when))
     except SeekError as e:
         print(f"logtool: {e}", file=sys.stderr)
-        return 4
+        return exitcodes.PROBLEMS
     finally:
         part.close()
     doc = to_dict(hit)
@@ -63,7 +64,7 @@ def command(path: Path, offset: int | None, when: str | None, fmt: str) -> int:
         emit_json(doc)
     else:
         render(doc)
-    return 0
+    return exitcodes.CLEAN
 
 
 def to_dict(hit: Hit) -> dict:

@@ -7,23 +7,19 @@ from pathlib import Path
 
 import click
 
-from logtool.checks.catalog import Severity
-from logtool.checks.expected_index import DEFAULT_INDEX_INTERVAL_BYTES
-from logtool.checks.run import Report, plan as plan_targets
+from logtool.findings import Group, Severity
+from logtool.rules.expected_index import DEFAULT_INDEX_INTERVAL_BYTES
+from logtool.checks.engine import Report
 from logtool.commands.options import format_option
+from logtool import exitcodes
 from logtool.recovery import index_rebuild
-from logtool.recovery.lock import held_by_broker
-from logtool.recovery.quarantine import QuarantineError, Run
+from logtool.recovery.errors import RepairRefused
 from logtool.commands.report import checked, emit
 from logtool.render.jsonout import emit_json
 from logtool.render.text import console, render_verify
-from logtool.store.partition import Partition
 
-# What `index verify` reports: the index kinds of the catalog, plus what stops it from reading at all.
-INDEX_FINDINGS = {"INDEX_MISSING", "TIMEINDEX_MISSING", "INDEX_CORRUPT", "INDEX_NOT_INCREASING",
-                  "INDEX_WRONG_POSITION", "INDEX_BEYOND_LOG", "INDEX_PREALLOCATED", "INDEX_PREALLOCATED_CLOSED",
-                  "TIMEINDEX_CORRUPT", "TIMEINDEX_WRONG_ENTRY", "TXNINDEX_CORRUPT", "TXNINDEX_MISMATCH",
-                  "ORPHAN_INDEX", "UNREADABLE", "NOT_KAFKA"}
+# What `index verify` reports besides the index group: index files without a log, and what stops reading.
+_ALSO_INDEX_VERIFY = {"ORPHAN_INDEX", "UNREADABLE", "NOT_KAFKA"}
 
 
 @click.group("index")
@@ -32,7 +28,7 @@ def group() -> None:
 
 
 def _only_index_findings(report: Report) -> Report:
-    keep = lambda fs: [f for f in fs if f.name in INDEX_FINDINGS]  # noqa: E731
+    keep = lambda fs: [f for f in fs if f.kind.group is Group.INDEX or f.name in _ALSO_INDEX_VERIFY]  # noqa: E731
     parts = [replace(p, findings=keep(p.findings), segments=[replace(s, findings=keep(s.findings)) for s in p.segments])
              for p in report.partitions]
     dirs = [replace(d, findings=keep(d.findings)) for d in report.log_dirs]
@@ -68,48 +64,27 @@ def rebuild_command(paths, do_apply: bool, quarantine: Path | None, index_interv
         raise click.UsageError("give at least one PATH (a log dir, partition dir or .log file)")
     if do_apply and quarantine is None:
         raise click.UsageError("--apply needs --quarantine DIR (outside the log dir): replaced files are kept there")
-    report = Report()
-    targets = plan_targets(list(paths), report)
-    for f in report.findings:
-        print(f"logtool: {f.message}", file=sys.stderr)
-    plans = []
-    for t in targets:
-        try:
-            part = Partition.from_segment_file(t.path) if t.single_file else Partition.from_dir(t.path)
-            plans.append(index_rebuild.plan(part, index_interval_bytes))
-        except OSError as e:
-            print(f"logtool: {t.path}: {e.strerror or e}", file=sys.stderr)
-            report.operational_error = True
+    plans, problems = index_rebuild.plan_paths(list(paths), index_interval_bytes)
+    for line in problems:
+        print(f"logtool: {line}", file=sys.stderr)
     written = 0
     if do_apply and any(p.pending for p in plans):
-        written = _apply(plans, quarantine, paths)
-        if written is None:
-            return 8
+        command = "logtool index rebuild --apply " + " ".join(map(str, paths))
+        try:
+            run_dir, written = index_rebuild.rebuild(plans, quarantine, command)
+        except RepairRefused as e:
+            print(f"logtool: {e}", file=sys.stderr)
+            return exitcodes.OPERATIONAL
+        print(f"logtool: replaced files kept in {run_dir} (undo with `logtool restore {run_dir}`)", file=sys.stderr)
     if fmt == "json":
         emit_json({"partitions": [p.to_dict() for p in plans], "applied": do_apply, "files_written": written})
     else:
         _render(plans, do_apply)
-    if report.operational_error:
-        return 8
+    if problems:
+        return exitcodes.OPERATIONAL
     if do_apply:
-        return 1 if written else 0
-    return 4 if any(p.pending for p in plans) else 0
-
-
-def _apply(plans, quarantine: Path, paths) -> int | None:
-    log_dirs = sorted({p.partition.resolve().parent for p in plans} | {p.partition.resolve() for p in plans})
-    for d in log_dirs:
-        if held_by_broker(d):
-            print(f"logtool: {d}: a broker holds its .lock; stop the broker before rebuilding indexes", file=sys.stderr)
-            return None
-    try:
-        run_ = Run.start(quarantine, "index-rebuild", "logtool index rebuild --apply " + " ".join(map(str, paths)), log_dirs)
-    except QuarantineError as e:
-        print(f"logtool: {e}", file=sys.stderr)
-        return None
-    written = sum(index_rebuild.apply(p, run_) for p in plans)
-    print(f"logtool: replaced files kept in {run_.path} (undo with `logtool restore {run_.path}`)", file=sys.stderr)
-    return written
+        return exitcodes.REPAIRED if written else exitcodes.CLEAN
+    return exitcodes.PROBLEMS if any(p.pending for p in plans) else exitcodes.CLEAN
 
 
 def _render(plans, applied: bool) -> None:

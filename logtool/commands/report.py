@@ -7,17 +7,17 @@ from pathlib import Path
 
 import click
 
-from logtool.checks.run import Report, run
+from logtool.checks.engine import Report, run_checks
 from logtool.render.jsonout import emit_json, emit_jsonl
 from logtool.render.progress import progress
 
 
 def checked(label: str, paths: tuple[Path, ...], deep: bool, **run_options) -> Report:
-    """Every check over PATHs, with a progress bar on a terminal; `run_options` go to `checks.run.run`."""
+    """Every check over PATHs, with a progress bar on a terminal; `run_options` go to `checks.engine.run_checks`."""
     if not paths:
         raise click.UsageError("give at least one PATH (a log dir, partition dir or .log file)")
     with progress(label) as (set_total, advance):
-        return run(list(paths), deep, on_target=advance, targets_known=set_total, **run_options)
+        return run_checks(list(paths), deep, on_target=advance, targets_known=set_total, **run_options)
 
 
 def emit(report: Report, fmt: str, text: Callable[[Report], None]) -> None:

@@ -5,19 +5,25 @@ from pathlib import Path
 
 import click
 
-from logtool.recovery.quarantine import QuarantineError, restore
+from logtool import exitcodes
+from logtool.recovery.errors import RepairRefused
+from logtool.recovery.restore import restore
 
 
 @click.command("restore")
 @click.argument("run_dir", type=click.Path(path_type=Path))
-def command(run_dir: Path) -> int:
-    """Undo a repair: restore the files of one quarantine run, byte for byte."""
+@click.option("--force", is_flag=True, help="restore even files that changed since the repair")
+def command(run_dir: Path, force: bool) -> int:
+    """Undo a repair: restore the files of one quarantine run, byte for byte, with their owners and modes.
+
+    Refuses (exit 8, nothing written) while a broker holds a log dir's lock, and when files changed since
+    the repair, listing them, unless --force."""
     try:
-        entries = restore(run_dir)
-    except QuarantineError as e:
+        done = restore(run_dir, force=force)
+    except RepairRefused as e:
         raise click.ClickException(str(e)) from None
     except OSError as e:
         raise click.ClickException(f"{run_dir}: {e.strerror or e}") from None
-    for e in entries:
-        click.echo(f"{'removed' if e.stored is None else 'restored'} {e.original}")
-    return 0
+    for e in done.entries:
+        click.echo(f"{'removed' if e.action == 'created' else 'restored'} {e.original}")
+    return exitcodes.CLEAN

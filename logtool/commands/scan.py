@@ -7,6 +7,7 @@ from pathlib import Path
 from logtool.commands.options import format_option
 from logtool.commands.report import checked, emit
 from logtool.render.text import render_inventory
+from logtool import exitcodes
 
 
 @click.command("scan")
@@ -16,4 +17,4 @@ def command(paths, fmt: str) -> int:
     """Inventory: partitions, segments, offsets, timestamps, formats, indexes and log-dir files."""
     report = checked("scan", paths, deep=False)
     emit(report, fmt, render_inventory)
-    return 8 if report.operational_error else 0
+    return exitcodes.OPERATIONAL if report.operational_error else exitcodes.CLEAN

@@ -4,12 +4,12 @@ from __future__ import annotations
 import click
 from pathlib import Path
 
-from logtool.checks.catalog import KINDS, Severity, lookup
+from logtool.findings import KINDS, Severity, lookup
 from logtool.commands.options import (deep_option, fail_on_option, format_option, max_read_rate_option,
                                       spare_page_cache_option)
 from logtool.commands.report import checked, emit
 from logtool.render.text import render_kind, render_verify
-from logtool.store.gentle import gentle
+from logtool.store.pacing import read_policy
 
 
 def _explain(ctx: click.Context, _param, value: str | None) -> None:
@@ -39,6 +39,6 @@ def _explain(ctx: click.Context, _param, value: str | None) -> None:
 def command(paths, deep: bool, fmt: str, fail_on: str, max_read_rate: float | None, spare_page_cache: bool,
             show_info: bool) -> int:
     """Check every CRC and invariant of log dirs, partition dirs or .log files."""
-    report = checked("verify", paths, deep, reading=gentle(max_read_rate, spare_page_cache))
+    report = checked("verify", paths, deep, reading=read_policy(max_read_rate, spare_page_cache))
     emit(report, fmt, lambda r: render_verify(r, show_info))
     return report.exit_code(Severity.ERROR if fail_on == "error" else Severity.WARNING)

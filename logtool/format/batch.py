@@ -94,11 +94,9 @@ class BatchView(NamedTuple):
 
     @property
     def last_sequence(self) -> int:
-        return sequence_at(self.base_sequence, self.last_offset - (self.base_offset or self.last_offset))
-
-    @property
-    def next_offset(self) -> int:
-        return self.last_offset + 1
+        # The last offset delta; a legacy wrapper that cannot be opened has no base offset (and no sequence).
+        delta = self.last_offset - self.base_offset if self.base_offset is not None else 0
+        return sequence_at(self.base_sequence, delta)
 
 
 def sequence_at(base_sequence: int, delta: int) -> int:

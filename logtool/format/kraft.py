@@ -44,7 +44,7 @@ def control_value(type_id: int, value: bytes | None) -> dict | None:
     try:
         obj, _pos = _struct(data, 0, schema)
     except (VarintError, struct.error, IndexError, UnicodeDecodeError) as e:
-        raise RecordError(f"control record value of type {type_id} cannot be read: {e}") from None
+        raise RecordError(f"control record value of type {type_id} cannot be read: {e}", "CONTROL_RECORD_INVALID") from None
     return obj
 
 

@@ -24,7 +24,18 @@ _I64 = struct.Struct(">q")
 
 
 class RecordError(Exception):
-    """Records of a batch cannot be read the way Kafka would read them."""
+    """Records of a batch cannot be read the way Kafka would read them. `kind` names the finding of the
+    catalog that reports it; `iter_records` fills it in from the batch where the raiser could not know."""
+
+    def __init__(self, message: str, kind: str | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def _unreadable_kind(view: BatchView) -> str:
+    if view.is_control:
+        return "CONTROL_RECORD_INVALID"
+    return "LEGACY_WRAPPER_UNREADABLE" if view.is_legacy else "RECORDS_UNREADABLE"
 
 
 class Header(NamedTuple):
@@ -56,7 +67,7 @@ class ControlRecord:
         return CONTROL_TYPES.get(self.type_id, "UNKNOWN")
 
 
-def batch_payload(buf, view: BatchView, limit: int | None = None) -> bytes | memoryview:
+def batch_payload(buf, view: BatchView) -> bytes | memoryview:
     """The uncompressed record bytes of a v2 batch (or a legacy wrapper's inner message set)."""
     if view.is_legacy:
         value = legacy_value(buf, view)
@@ -68,17 +79,22 @@ def batch_payload(buf, view: BatchView, limit: int | None = None) -> bytes | mem
     if view.codec == 0:
         return data
     try:
-        return decompress(view.codec, data, view.magic, **({"limit": limit} if limit else {}))
+        return decompress(view.codec, data, view.magic)
     except CodecError as e:
         raise RecordError(f"Failed to decompress record stream: {e}") from None
 
 
 def iter_records(buf, view: BatchView) -> Iterator[Record]:
     """Every record of a whole, valid batch, with absolute offsets and Kafka's reported timestamps."""
-    if view.is_legacy:
-        yield from _iter_legacy(buf, view)
-    else:
-        yield from _iter_v2(batch_payload(buf, view), view)
+    try:
+        if view.is_legacy:
+            yield from _iter_legacy(buf, view)
+        else:
+            yield from _iter_v2(batch_payload(buf, view), view)
+    except RecordError as e:
+        if e.kind is None:
+            e.kind = _unreadable_kind(view)
+        raise
 
 
 def _iter_v2(data, view: BatchView) -> Iterator[Record]:
@@ -98,7 +114,7 @@ def _iter_v2(data, view: BatchView) -> Iterator[Record]:
     try:
         for _ in range(count):
             if pos >= end:
-                raise RecordError("Incorrect declared batch size, premature EOF reached")
+                raise RecordError("Incorrect declared batch size, premature EOF reached", "RECORD_COUNT_MISMATCH")
             b = data[pos]
             if b < 0x80:
                 length, pos = (b >> 1) ^ -(b & 1), pos + 1
@@ -147,7 +163,7 @@ def _iter_v2(data, view: BatchView) -> Iterator[Record]:
     except (VarintError, IndexError):
         raise RecordError("Found invalid record structure") from None
     if pos < end:
-        raise RecordError("Incorrect declared batch size, records still remaining in file")
+        raise RecordError("Incorrect declared batch size, records still remaining in file", "RECORD_COUNT_MISMATCH")
 
 
 def _read_headers(data, pos: int, end: int, n: int) -> tuple[tuple[Header, ...], int]:
@@ -185,15 +201,15 @@ def parse_control(record: Record) -> ControlRecord:
     """The control key (and, for transaction markers, value) of a record in a control batch."""
     key = record.key or b""
     if len(key) < 4:
-        raise RecordError(f"Invalid value size found for end control record key. Must have at least 4 bytes, but found only {len(key)}")
+        raise RecordError(f"Invalid value size found for end control record key. Must have at least 4 bytes, but found only {len(key)}", "CONTROL_RECORD_INVALID")
     version, type_id = _CONTROL_KEY.unpack_from(key)
     if version < 0:
-        raise RecordError(f"Invalid version found for control record: {version}. May indicate data corruption")
+        raise RecordError(f"Invalid version found for control record: {version}. May indicate data corruption", "CONTROL_RECORD_INVALID")
     coordinator_epoch = None
     if type_id in (0, 1):
         value = record.value or b""
         if len(value) < 6:
-            raise RecordError(f"Invalid value size found for end transaction marker. Must have at least 6 bytes, but found only {len(value)}")
+            raise RecordError(f"Invalid value size found for end transaction marker. Must have at least 6 bytes, but found only {len(value)}", "CONTROL_RECORD_INVALID")
         _v, coordinator_epoch = _TXN_MARKER.unpack_from(value)
     return ControlRecord(type_id, version, coordinator_epoch)
 

@@ -2,14 +2,16 @@
 that differs from the disk) and an executor that applies a plan through the quarantine."""
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from logtool.checks.expected_index import ExpectedIndexes, TxnTracker
-from logtool.recovery.quarantine import Run
-from logtool.recovery.writer import replace_file
+from logtool.rules.expected_index import ExpectedIndexes
+from logtool.rules.transactions import TxnTracker
+from logtool.checks.engine import Report, plan_targets
+from logtool.recovery.session import Session, log_dir_of, new_session
 from logtool.store.partition import Partition
-from logtool.store.segment import Walk
+from logtool.store.segment import WalkOutcome
 
 ENTRY_SIZES = {".index": 8, ".timeindex": 12, ".txnindex": 34}
 
@@ -56,15 +58,21 @@ class IndexPlan:
                 "txnindex_left_alone": self.txn_unknown}
 
 
-def plan(part: Partition, interval: int) -> IndexPlan:
-    """What every index of the partition would be after Kafka's recovery, from each valid prefix."""
+def plan_index_rebuild(part: Partition, interval: int, kept: dict[str, int] | None = None) -> IndexPlan:
+    """What every index of the partition would be after Kafka's recovery, from each valid prefix. `kept`
+    (a repair's plan) maps each segment that stays to the bytes of it that stay; the others are left out."""
     result = IndexPlan(part.path)
     txns = TxnTracker(history_complete=not part.single_file and bool(part.segments) and part.segments[0].base_offset == 0)
     for seg in part.segments:
+        end = None if kept is None else kept.get(seg.log_path.name)
+        if kept is not None and end is None:
+            continue
         with seg:
             expected = ExpectedIndexes(seg.base_offset, seg.buf, txns, interval)
-            walk = Walk(seg.size)
+            walk = WalkOutcome(seg.size)
             for v in seg.walk(walk):
+                if end is not None and v.position >= end:
+                    break
                 expected.feed(v)
             expected.finish()
             if walk.stop is not None:
@@ -81,9 +89,50 @@ def plan(part: Partition, interval: int) -> IndexPlan:
     return result
 
 
-def apply(index_plan: IndexPlan, run: Run) -> int:
+def plan_paths(paths: list[Path], interval: int) -> tuple[list[IndexPlan], list[str]]:
+    """An index plan for every partition the PATHs name, and a line for each path that cannot be planned."""
+    report = Report()
+    problems: list[str] = []
+    plans = []
+    for t in plan_targets(paths, report):
+        try:
+            part = Partition.from_segment_file(t.path) if t.single_file else Partition.from_dir(t.path)
+            plans.append(plan_index_rebuild(part, interval))
+        except OSError as e:
+            problems.append(f"{t.path}: {e.strerror or e}")
+    return plans, [f.message for f in report.findings] + problems
+
+
+def rebuild(plans: list[IndexPlan], quarantine: Path, command: str) -> tuple[Path, int]:
+    """Apply the plans through one quarantine run under the log dirs' locks: (the run, files written).
+    Raises RepairRefused before the first write when a lock, a path or the quarantine says no."""
+    with new_session([p.partition for p in plans], quarantine, "index-rebuild", command) as session:
+        written = sum(apply_index_plan(p, session) for p in plans)
+        return session.run.path, written
+
+
+def apply_index_plan(index_plan: IndexPlan, session: Session) -> int:
     """Write every changed file (old bytes to the quarantine first); returns how many were written."""
+    run, pdir = session.run, session.partition_dir(index_plan.partition)
+    log_dir = log_dir_of(index_plan.partition)
     pending = index_plan.pending
     for change in pending:
-        replace_file(change.path, change.new, run)
+        replace_in_run(session, pdir, log_dir, change.path.name, change.new)
     return len(pending)
+
+
+def replace_in_run(session: Session, pdir, log_dir: Path, name: str, data: bytes) -> None:
+    """Replace (or create) one file of a partition dir through the session's quarantine run. A new file
+    takes the owner, group and mode of its segment's .log."""
+    run = session.run
+    old = pdir.meta(name)
+    if old is None:
+        like = pdir.meta_for_new(Path(name).stem + ".log")
+        entry = run.record_created(pdir, log_dir, name)
+    else:
+        like = old
+        entry = run.keep_whole(pdir, log_dir, name, "replaced")
+    session.step_done()
+    pdir.replace(name, data, like)
+    run.set_after(entry, hashlib.sha256(data).hexdigest())
+    session.step_done()

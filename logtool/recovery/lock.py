@@ -1,24 +1,126 @@
-"""Is a broker running on this log dir? Kafka holds a POSIX record lock on `<log dir>/.lock`."""
+"""The broker's lock on a log dir, taken and held by every repair.
+
+A broker holds a POSIX record lock (`FileChannel.tryLock`, fcntl F_SETLK on Linux) on `<log dir>/.lock` for
+its whole life. A repair takes the same lock, plus a `flock` (which some tools and wrappers use instead),
+before its first write and keeps both until its last fsync: a broker started meanwhile fails to get the
+lock and refuses to start, instead of loading half-repaired files.
+"""
 from __future__ import annotations
 
 import fcntl
 import os
+import stat
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from logtool.recovery.errors import RepairRefused
 
-def held_by_broker(log_dir: Path) -> bool:
-    """True when another process holds the lock. Probing takes and drops the lock at once; a POSIX lock is
-    per process, so this is only meaningful from a process that does not itself hold the file open."""
-    lock = log_dir / ".lock"
-    if not lock.exists():
-        return False
-    fd = os.open(lock, os.O_RDWR)
+LOCK_FILE = ".lock"
+
+
+class LockRefused(RepairRefused):
+    """Another process holds a log dir's lock, or the lock file cannot be used."""
+
+
+@dataclass(slots=True)
+class HeldLock:
+    log_dir: Path
+    fd: int
+    created: bool  # there was no .lock: ours is removed again on release
+
+    def release(self) -> None:
+        if self.created:  # unlinked while still held, so no broker can have locked it meanwhile
+            try:
+                dir_fd = _open_dir(self.log_dir)
+                try:
+                    os.unlink(LOCK_FILE, dir_fd=dir_fd)
+                finally:
+                    os.close(dir_fd)
+            except OSError:
+                pass  # a stray empty .lock is what Kafka itself leaves; it does no harm
+        os.close(self.fd)  # closing drops both the POSIX lock and the flock
+
+
+def _open_dir(path: Path) -> int:
+    return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+
+
+def holders(path: Path) -> list[int]:
+    """The pids that /proc/locks shows holding a lock on `path` (empty where it cannot be read)."""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+        with open("/proc/locks") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    want = (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
+    pids = []
+    for line in lines:
+        parts = line.split()
+        if "->" in parts:  # a waiter, not a holder
+            continue
+        try:
+            pid, dev, ino = int(parts[4]), parts[5].split(":"), int(parts[5].split(":")[2])
+            if (int(dev[0], 16), int(dev[1], 16), ino) == want and pid not in pids:
+                pids.append(pid)
+        except (IndexError, ValueError):
+            continue
+    return pids
+
+
+def _refusal(log_dir: Path) -> LockRefused:
+    pids = holders(log_dir / LOCK_FILE)
+    who = f" (pid {', '.join(map(str, pids))})" if pids else ""
+    return LockRefused(f"{log_dir}: a running broker or another process holds {LOCK_FILE}{who}; stop it first")
+
+
+def take(log_dir: Path) -> HeldLock:
+    """Take the log dir's lock the way a broker does, without following a symlink. Raises LockRefused."""
+    try:
+        dir_fd = _open_dir(log_dir)
+    except OSError as e:
+        raise LockRefused(f"{log_dir}: cannot open the log dir: {e.strerror or e}") from None
+    created = False
+    try:
+        try:
+            fd = os.open(LOCK_FILE, os.O_RDWR | os.O_NOFOLLOW, dir_fd=dir_fd)
+        except FileNotFoundError:
+            fd = os.open(LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dir_fd)
+            created = True
+        except OSError as e:
+            raise LockRefused(f"{log_dir}/{LOCK_FILE}: cannot open it: {e.strerror or e}") from None
+    finally:
+        os.close(dir_fd)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise LockRefused(f"{log_dir}/{LOCK_FILE} is not a regular file")
     try:
         fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except (BlockingIOError, PermissionError):
-        return True
-    else:
-        fcntl.lockf(fd, fcntl.LOCK_UN)
-        return False
-    finally:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
         os.close(fd)
+        raise _refusal(log_dir) from None
+    return HeldLock(log_dir, fd, created)
+
+
+@dataclass(slots=True)
+class LockSet:
+    """The locks of every log dir a repair touches, taken in one order and held together."""
+
+    held: list[HeldLock] = field(default_factory=list)
+
+    @classmethod
+    def take_all(cls, log_dirs: list[Path]) -> "LockSet":
+        locks = cls()
+        try:
+            for d in sorted(set(log_dirs)):
+                locks.held.append(take(d))
+        except LockRefused:
+            locks.release()
+            raise
+        return locks
+
+    def release(self) -> None:
+        for lock in reversed(self.held):
+            lock.release()
+        self.held.clear()

@@ -1,29 +1,178 @@
-"""Writing into a log dir, the only way logtool does it: keep the old bytes in the quarantine, write the
-new ones to a temporary file beside the target, fsync, rename over it, fsync the directory."""
+"""Writing into a partition directory, the only way logtool does it.
+
+Everything goes through a file descriptor of the partition directory opened with O_NOFOLLOW, and every name
+is opened with O_NOFOLLOW: a symlink planted in a log dir, or a partition dir that is itself a symlink, makes
+the repair refuse instead of writing somewhere else. Temporary files get unpredictable names and are created
+with O_EXCL. A file that replaces another keeps its owner, group and mode, so a broker running as its own
+user can still open it. Every change is fsynced, and so is the directory after a rename or an unlink.
+"""
 from __future__ import annotations
 
+import hashlib
 import os
+import secrets
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
-from logtool.recovery.quarantine import Run
+from logtool.recovery.errors import RepairRefused
+
+CHUNK = 1 << 20
 
 
-def replace_file(target: Path, data: bytes, run: Run) -> None:
-    if target.exists():
-        run.keep(target, "replaced")
-    else:
-        run.record_created(target)
-    tmp = target.with_name(f".{target.name}.logtool-tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, target)
-    fsync_dir(target.parent)
+class WriteRefused(RepairRefused):
+    """A write that would follow a symlink, or touch something that is not a regular file."""
 
 
-def fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
+@dataclass(slots=True, frozen=True)
+class FileMeta:
+    """What a repair keeps of a file besides its bytes, and puts back with them."""
+
+    size: int
+    uid: int
+    gid: int
+    mode: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, st: os.stat_result) -> "FileMeta":
+        return cls(st.st_size, st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode), st.st_mtime_ns)
+
+
+class PartitionDir:
+    """A partition directory held open by fd for the length of a repair."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self.fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError as e:
+            if os.path.islink(path):
+                raise WriteRefused(f"{path} is a symlink; repair it where it points, by that path") from None
+            raise
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+    def __enter__(self) -> "PartitionDir":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def meta(self, name: str) -> FileMeta | None:
+        """The file's metadata; None when it does not exist. Refuses anything but a regular file."""
+        try:
+            st = os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a symlink" if stat.S_ISLNK(st.st_mode) else "not a regular file"
+            raise WriteRefused(f"{self.path / name} is {kind}; logtool does not write through it")
+        return FileMeta.of(st)
+
+    def meta_for_new(self, sibling: str) -> FileMeta:
+        """Owner, group and mode for a file the repair creates: its sibling's (a segment's .log), or the
+        directory's owner with mode 0644 when there is none."""
+        meta = self.meta(sibling)
+        if meta is not None:
+            return meta
+        st = os.fstat(self.fd)
+        return FileMeta(0, st.st_uid, st.st_gid, 0o644, st.st_mtime_ns)
+
+    def open_read(self, name: str) -> int:
+        return os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=self.fd)
+
+    def chunks(self, name: str, start: int = 0, end: int | None = None) -> Iterator[bytes]:
+        """The file's bytes from `start` to `end` (the end of the file when None)."""
+        fd = self.open_read(name)
+        try:
+            pos = start
+            while end is None or pos < end:
+                chunk = os.pread(fd, CHUNK if end is None else min(CHUNK, end - pos), pos)
+                if not chunk:
+                    break
+                pos += len(chunk)
+                yield chunk
+        finally:
+            os.close(fd)
+
+    def sha256(self, name: str, end: int | None = None) -> str:
+        digest = hashlib.sha256()
+        for chunk in self.chunks(name, 0, end):
+            digest.update(chunk)
+        return digest.hexdigest()
+
+    def replace(self, name: str, data: bytes | Iterator[bytes], like: FileMeta) -> None:
+        """Put `data` under `name` atomically, with the owner, group and mode of `like`."""
+        tmp = f".{name}.logtool-{secrets.token_hex(8)}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=self.fd)
+        try:
+            for chunk in ([data] if isinstance(data, (bytes, bytearray)) else data):
+                write_all(fd, chunk)
+            _own(fd, like)
+            os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            os.unlink(tmp, dir_fd=self.fd)
+            raise
+        os.close(fd)
+        self.meta(name)  # refuses when a symlink took the name meanwhile
+        os.rename(tmp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+        self.fsync()
+
+    def truncate(self, name: str, size: int) -> None:
+        fd = os.open(name, os.O_WRONLY | os.O_NOFOLLOW, dir_fd=self.fd)
+        try:
+            os.ftruncate(fd, size)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def append(self, name: str, data: Iterator[bytes]) -> None:
+        fd = os.open(name, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW, dir_fd=self.fd)
+        try:
+            for chunk in data:
+                write_all(fd, chunk)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def unlink(self, name: str) -> None:
+        os.unlink(name, dir_fd=self.fd)
+        self.fsync()
+
+    def set_meta(self, name: str, meta: FileMeta) -> None:
+        """Give a file back its owner, group, mode and mtime."""
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=self.fd)
+        try:
+            _own(fd, meta)
+            os.utime(fd, ns=(meta.mtime_ns, meta.mtime_ns))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def fsync(self) -> None:
+        os.fsync(self.fd)
+
+
+def write_all(fd: int, data) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _own(fd: int, like: FileMeta) -> None:
+    """Give a new file the owner, group and mode of the one it stands for. Only root may give a file away;
+    anyone else writes files that are already theirs."""
+    if os.geteuid() == 0:
+        os.fchown(fd, like.uid, like.gid)
+    os.fchmod(fd, like.mode)
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)
     finally:

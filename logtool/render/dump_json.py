@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterable
 from json.encoder import encode_basestring_ascii as _string  # json.dumps of one str, without its overhead
 from typing import TextIO
 
-from logtool.decoders import Decoder
+from logtool.reads.decoders import Decoder
 from logtool.format.batch import BatchView
-from logtool.store.ranges import BatchRead, Control, Damage, Event, Skipped, Stats
+from logtool.reads.ranges import BatchRead, Control, Damage, Event, Skipped, Stats
 
 
 def _dumps(obj: object) -> str:

@@ -13,10 +13,10 @@ import json
 from collections.abc import Iterable
 from typing import TextIO
 
-from logtool.decoders import Decoder
+from logtool.reads.decoders import Decoder
 from logtool.format.batch import BatchView
 from logtool.format.records import Record
-from logtool.store.ranges import BatchRead, Control, Damage, Event, SegmentStart, Skipped
+from logtool.reads.ranges import BatchRead, Control, Damage, Event, SegmentStart, Skipped
 
 # Kafka's labels for KRaft control records whose value it prints as JSON (others: `controlType: NAME(id)`).
 _KRAFT_LABELS = {2: " LeaderChange: ", 3: " SnapshotHeader ", 4: " SnapshotFooter ", 5: " KRaftVersion ",

@@ -7,8 +7,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from logtool.checks.catalog import Finding, Kind, Severity
-from logtool.checks.run import Report
+from logtool.findings import Finding, Kind, Severity
+from logtool.checks.engine import Report
 from logtool.store.layout import FileKind, classify_file
 
 _SEGMENT_KINDS = {FileKind.LOG, FileKind.INDEX, FileKind.TIMEINDEX, FileKind.TXNINDEX, FileKind.SNAPSHOT}

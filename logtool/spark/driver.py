@@ -15,7 +15,7 @@ from pyspark import Broadcast, SparkContext
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.util import InheritableThread
 
-from logtool.checks.catalog import Severity
+from logtool.findings import Severity
 from logtool.checks.logdir import LogDirReport
 from logtool.checks.logdir_set import check_log_dir_set
 from logtool.format.meta import MetaError, meta_identity

@@ -7,7 +7,7 @@ import socket
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from logtool.checks.run import Report, Target, plan
+from logtool.checks.engine import Report, Target, plan_targets
 from logtool.store.layout import FileKind, classify_file
 
 
@@ -36,7 +36,7 @@ class Listing:
 def list_path(path: str) -> Listing:
     report = Report()
     listing = Listing(str(Path(path)), socket.gethostname(), report)  # named as verify's findings name it
-    for target in plan([Path(path)], report):
+    for target in plan_targets([Path(path)], report):
         # A partition's log dir is its parent; a lone segment file's is its partition dir's parent.
         log_dir = target.path.parent.parent if target.single_file else target.path.parent
         listing.targets.append(Sized(target, str(log_dir), _segment_sizes(target)))

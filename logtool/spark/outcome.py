@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from logtool.checks.logdir import LogDirReport
-from logtool.checks.run import check_against_log_dir
+from logtool.checks.engine import check_against_log_dir
 from logtool.spark.rows import (BATCH, FINDING, PARTITION, PIECE, TALLY, batch_rows, checked_findings,
                                 partition_row)
 from logtool.spark.split import Unit

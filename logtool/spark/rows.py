@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from pyspark.sql.types import (ArrayType, BinaryType, DoubleType, IntegerType, LongType, StringType, StructField,
                                StructType)
 
-from logtool.checks.catalog import Finding, Severity
+from logtool.findings import Finding, Severity
 from logtool.spark.listing import Listing
 from logtool.spark.task import Checked
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame
 
-from logtool.checks.catalog import Finding, Severity
-from logtool.checks.run import fsck_code
+from logtool.findings import Finding, Severity
+from logtool.checks.engine import fsck_code
 from logtool.spark.divergence import shared_partitions
 from logtool.spark.rows import PARTITIONS
 from logtool.spark.task import Checked

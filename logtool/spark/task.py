@@ -8,11 +8,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from logtool.checks.partition import PartitionReport
-from logtool.checks.run import check_target, finish_pieces
+from logtool.checks.engine import check_target, finish_pieces
 from logtool.format.batch import BatchView
 from logtool.spark.listing import Sized
 from logtool.spark.split import Unit
-from logtool.store.gentle import gentle
+from logtool.store.pacing import read_policy
 
 
 @dataclass(slots=True, frozen=True)
@@ -52,7 +52,7 @@ class Checked:
 
 def check_unit(settings: Settings, unit: Unit) -> Iterator[Checked]:
     # One reading policy per task: --max-read-rate caps each task, as the operator sizes it per disk.
-    reading = gentle(settings.max_read_rate, settings.spare_page_cache)
+    reading = read_policy(settings.max_read_rate, settings.spare_page_cache)
     host = socket.gethostname()
     for item in unit.items:
         lens = BatchKeys() if settings.replicas else None

@@ -45,9 +45,6 @@ class Partition:
         return cls(directory, parse_partition_dir(directory.resolve().name),
                    [Segment(log_path, name.base_offset or 0)], files, single_file=True)
 
-    def files_of(self, kind: FileKind) -> list[str]:
-        return [n for n, f in self.files.items() if f.kind == kind]
-
     def floor_segment(self, offset: int) -> int | None:
         """Index of the segment with the greatest base offset not above `offset` (Kafka's floorSegment)."""
         i = bisect.bisect_right([s.base_offset for s in self.segments], offset) - 1

@@ -11,7 +11,7 @@ from logtool.format.batch import BatchView, read_entry
 from logtool.format.index import OFFSET_ENTRY, TIME_ENTRY, time_index_sanity, zero_tail_start
 from logtool.format.records import RecordError, iter_records
 from logtool.store.partition import Partition
-from logtool.store.segment import Segment, Walk, open_readonly
+from logtool.store.segment import Segment, WalkOutcome, open_readonly
 
 
 class SeekError(Exception):
@@ -105,7 +105,7 @@ def _index_position(seg: Segment, offset: int, cost: Cost) -> int:
 
 
 def _walk_from(seg: Segment, position: int, cost: Cost):
-    walk = Walk(seg.size)
+    walk = WalkOutcome(seg.size)
     for v in seg.walk(walk, start=position):
         cost.log_bytes_read += v.size
         yield v

@@ -8,13 +8,14 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
+from logtool.findings import Finding, finding
 from logtool.format.batch import BatchView, FrameStop, read_entry
 from logtool.format.records import RecordError, first_legacy_offset, iter_records, parse_control
 
 if TYPE_CHECKING:
-    from logtool.store.gentle import Gentle, Pacer
+    from logtool.store.pacing import ReadPolicy, Pacer
 
 
 # The walker hands back the pages it has passed every RELEASE_EVERY bytes, so the resident set stays flat
@@ -47,8 +48,14 @@ def open_readonly(path: Path) -> tuple[object, int]:
         os.close(fd)
 
 
+class Lens(Protocol):
+    """Anything fed every batch of a segment's valid prefix, in file order, by one walk."""
+
+    def feed(self, view: BatchView) -> None: ...
+
+
 @dataclass(slots=True)
-class Walk:
+class WalkOutcome:
     """The outcome of a walk, filled in as it goes: `valid_bytes` ends the valid prefix; `stop` says why
     it ended before the file did (None when the file is whole)."""
 
@@ -58,6 +65,18 @@ class Walk:
     stop: FrameStop | None = None
     stop_view: BatchView | None = None  # the batch that failed validation, when there was one
 
+    def stop_finding(self, file: str, active: bool) -> Finding | None:
+        """The finding that says why the valid prefix ends before the file does; None when it does not.
+        Every command that meets a stopped walk reports it through here, in these words."""
+        stop = self.stop
+        if stop is None:
+            return None
+        # Zeros at the end of the active segment are what preallocation (or a crash mid-write) leaves.
+        name = "PREALLOCATED_TAIL" if stop.reason == "ZERO_TAIL" and active else stop.reason
+        offset = self.stop_view.base_offset if self.stop_view is not None else None
+        return finding(name, f"{stop.detail}; the valid log ends at byte {stop.position}, "
+                             f"{self.size - stop.position} bytes after it are cut by recovery", file, stop.position, offset)
+
 
 @dataclass(slots=True)
 class Segment:
@@ -65,7 +84,7 @@ class Segment:
     base_offset: int
     _buf: object = field(default=None, repr=False)
     _size: int = 0
-    reading: "Gentle | None" = None  # paces reads and spares the page cache (store/gentle.py); None: neither
+    reading: "ReadPolicy | None" = None  # paces reads and spares the page cache (store/pacing.py); None: neither
     _pacer: "Pacer | None" = field(default=None, repr=False)
 
     def open(self) -> "Segment":
@@ -101,14 +120,14 @@ class Segment:
     def path_with(self, suffix: str) -> Path:
         return self.log_path.with_suffix(suffix)
 
-    def walk(self, result: Walk | None = None, start: int = 0) -> Iterator[BatchView]:
+    def walk(self, result: WalkOutcome | None = None, start: int = 0) -> Iterator[BatchView]:
         """Yield each whole, valid batch of the valid prefix in file order; record the outcome in `result`.
 
         Validity is Kafka's recovery rule: framing (§1.1), size and CRC (`ensureValid`), and a readable
         end-transaction marker in producer control batches. Nothing else moves the end of the prefix.
         """
         buf, end = self.buf, self.size
-        walk = result if result is not None else Walk(end)
+        walk = result if result is not None else WalkOutcome(end)
         walk.size = end
         pos = released = start
         every = self.reading.every if self.reading is not None else RELEASE_EVERY

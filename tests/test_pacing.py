@@ -1,4 +1,4 @@
-"""Gentle reading: the read-rate cap, and a page cache left as it was found (store/gentle.py)."""
+"""Paced reading: the read-rate cap, and a page cache left as it was found (store/pacing.py)."""
 from __future__ import annotations
 
 import json
@@ -8,9 +8,9 @@ import pytest
 
 from conftest import run_logtool
 from fixtures.generator import write_big
-from logtool.checks.run import Target, check_target
-from logtool.store import gentle as gentle_module
-from logtool.store.gentle import EVERY, FOLIO, PAGE, Gentle, Throttle, gentle, residency
+from logtool.checks.engine import Target, check_target
+from logtool.store import pacing as pacing_module
+from logtool.store.pacing import EVERY, FOLIO, PAGE, ReadPolicy, Throttle, read_policy, residency
 
 MB = 1_000_000
 
@@ -82,7 +82,7 @@ def test_throttle_sleeps_exactly_what_the_rate_needs():
 def test_walk_is_paced_over_the_whole_task(big):
     part, log, _ = big
     t = FakeTime()
-    policy = Gentle(Throttle(8 * MB, t.clock, t.sleep))
+    policy = ReadPolicy(Throttle(8 * MB, t.clock, t.sleep))
     rep = check_target(Target(part), False, policy)
     size = log.stat().st_size
     assert rep.segments[0].valid_bytes == size
@@ -100,14 +100,14 @@ def test_probe_sees_the_page_cache(big):
 def test_pages_the_walk_brought_in_are_given_back(big):
     part, _, fd = big
     evict(fd)
-    check_target(Target(part), False, gentle(None, spare_cache=True))
+    check_target(Target(part), False, read_policy(None, spare_cache=True))
     assert mostly_evicted(fd)
 
 
 def test_pages_cached_before_stay(big):
     part, log, fd = big
     log.read_bytes()
-    check_target(Target(part), False, gentle(None, spare_cache=True))
+    check_target(Target(part), False, read_policy(None, spare_cache=True))
     assert mostly_cached(fd)
 
 
@@ -118,7 +118,7 @@ def test_a_mixed_cache_is_left_as_found(big):
         evict(fd, start, FOLIO)
     before = cached(fd)
     assert 0 < sum(before) < len(before)
-    check_target(Target(part), False, gentle(None, spare_cache=True))
+    check_target(Target(part), False, read_policy(None, spare_cache=True))
     after = cached(fd)
     changed = sum(1 for a, b in zip(before, after) if bool(a) != bool(b))
     assert changed <= TOLERANCE * len(before)
@@ -135,9 +135,9 @@ def test_nothing_is_dropped_when_mincore_cannot_see_the_cache(big, monkeypatch):
     # Linux hides page-cache residency from a process that neither owns nor may write the file: then every
     # page must count as the broker's.
     part, _, fd = big
-    monkeypatch.setattr(gentle_module, "_mincore_sees_cache", lambda path: False)
+    monkeypatch.setattr(pacing_module, "_mincore_sees_cache", lambda path: False)
     evict(fd)
-    check_target(Target(part), False, gentle(None, spare_cache=True))
+    check_target(Target(part), False, read_policy(None, spare_cache=True))
     assert mostly_cached(fd)
 
 

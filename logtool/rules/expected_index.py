@@ -6,45 +6,9 @@ from dataclasses import dataclass, field
 
 from logtool.format.batch import BatchView
 from logtool.format.index import OFFSET_ENTRY, TIME_ENTRY, TXN_ENTRY, AbortedTxn
-from logtool.format.records import RecordError, iter_records, parse_control
+from logtool.rules.transactions import UNKNOWN_OFFSET, TxnTracker
 
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
-UNKNOWN_OFFSET = -1  # an aborted transaction's first offset that lies before the data on disk
-
-
-@dataclass(slots=True)
-class TxnTracker:
-    """Producer transactions across a partition's segments, replayed as recovery replays producer state:
-    which transactions are open (and from which offset), and the aborted ones each segment's `.txnindex`
-    must list, with the last stable offset at the moment each abort completed."""
-
-    open_txns: dict[int, int] = field(default_factory=dict)  # producer id -> first offset of its open txn
-    # False when the walk starts after the log's true beginning (retention deleted older segments): a
-    # transaction may then have opened before the first batch we see, so its first offset is unknown.
-    history_complete: bool = True
-
-    def feed(self, buf, v: BatchView) -> AbortedTxn | None:
-        """Account for one batch; the aborted transaction it completes, if any."""
-        if v.magic < 2 or not v.attributes & 0x10 or v.producer_id < 0:
-            return None
-        if not v.attributes & 0x20:  # transactional data: opens a transaction unless one is open
-            self.open_txns.setdefault(v.producer_id, v.base_offset)
-            return None
-        try:
-            first = next(iter_records(buf, v), None)
-            marker = parse_control(first) if first is not None else None
-        except RecordError:
-            marker = None  # the walker already ended the valid prefix at an unreadable marker
-        if marker is None:  # an empty control batch: the cleaner removed the whole transaction
-            return None
-        first_offset = self.open_txns.pop(v.producer_id, None)
-        if marker.type_id != 0:
-            return None
-        if first_offset is None:  # opened before the first batch we saw
-            first_offset = UNKNOWN_OFFSET
-        # The last stable offset: the first offset of the earliest transaction still open elsewhere.
-        lso = min(self.open_txns.values(), default=v.base_offset + 1)
-        return AbortedTxn(0, v.producer_id, first_offset, v.base_offset, lso)
 
 
 @dataclass(slots=True)

@@ -1,13 +1,16 @@
 """The finding catalog: the vocabulary of the whole tool, like a file-system checker's problem table.
 
 Every kind of problem has a stable code and name, a severity, a sentence a person understands and the
-remedy. Text, JSON, the Spark table and `verify --explain` all speak in these names. Codes never change
-meaning; a retired kind keeps its code reserved.
+remedy, and, as data, the group it belongs to, whether Kafka's recovery cuts the log at it, the repair that
+answers it and how many of it one file reports. Text, JSON, the Spark table, `verify --explain` and the
+repair planner all speak in these names. Codes never change meaning; a retired kind keeps its code reserved.
+
+This module is a leaf: it imports nothing of logtool, so every layer may use it.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import IntEnum
+from enum import Enum, IntEnum
 
 
 class Severity(IntEnum):
@@ -19,6 +22,37 @@ class Severity(IntEnum):
         return self.name.lower()
 
 
+class Group(Enum):
+    """Where a kind is found; the hundreds of its code say the same (LT1xx framing ... LT5xx log dir)."""
+
+    FRAMING = "framing"
+    RECORDS = "records"
+    INDEX = "index"
+    PARTITION = "partition"
+    LOG_DIR = "log_dir"
+
+
+_GROUP_OF_CODE = {"1": Group.FRAMING, "2": Group.RECORDS, "3": Group.INDEX, "4": Group.PARTITION, "5": Group.LOG_DIR}
+
+
+class Fix(Enum):
+    """The repair that answers a kind: the truncate planner dispatches on it."""
+
+    TRUNCATE = "truncate"  # cut the log where Kafka's recovery cuts it
+    TRUNCATE_STRICT = "truncate --strict"  # damage Kafka does not notice: cut only when asked
+    REBUILD_INDEXES = "rebuild indexes"
+    LEFTOVER = "handle leftover"  # finish or discard an interrupted delete/clean/swap as the loader does
+    LEADER_EPOCHS = "drop leader-epoch entries"
+    SNAPSHOTS = "remove producer snapshot"
+    CHECKPOINTS = "correct checkpoint entry"
+
+
+# How many findings of one kind one file reports before the rest are counted in one line: per-entry and
+# per-record kinds can number in the millions on one damaged file.
+_CAP_OF_GROUP = {Group.FRAMING: 20, Group.RECORDS: 5, Group.INDEX: 5}
+_COUNTED_AS = {Group.RECORDS: "records", Group.INDEX: "entries"}
+
+
 @dataclass(slots=True, frozen=True)
 class Kind:
     code: str
@@ -26,6 +60,17 @@ class Kind:
     severity: Severity
     meaning: str
     remedy: str
+    cuts: bool = False  # Kafka's recovery ends the segment's valid prefix here
+    fix: Fix | None = None
+
+    @property
+    def group(self) -> Group:
+        return _GROUP_OF_CODE[self.code[2]]
+
+    @property
+    def cap(self) -> int | None:
+        """Findings of this kind one file reports in full; None: all of them."""
+        return None if self.cuts else _CAP_OF_GROUP.get(self.group)
 
 
 @dataclass(slots=True, frozen=True)
@@ -53,6 +98,44 @@ class Finding:
                 "position": self.position, "offset": self.offset, "message": self.message}
 
 
+class Sink:
+    """Where checks put findings: it applies each kind's cap per file, and `done` adds one line per capped
+    kind and file counting what was left out. `file` is the file findings name unless `add` names another."""
+
+    __slots__ = ("file", "findings", "_counts")
+
+    def __init__(self, file: str | None = None) -> None:
+        self.file = file
+        self.findings: list[Finding] = []
+        self._counts: dict[tuple[str, str | None], int] = {}
+
+    def add(self, name: str, message: str, position: int | None = None, offset: int | None = None,
+            file: str | None = None) -> None:
+        kind = BY_NAME[name]
+        file = file if file is not None else self.file
+        if kind.cap is not None:
+            key = (name, file)
+            n = self._counts[key] = self._counts.get(key, 0) + 1
+            if n > kind.cap:
+                return
+        self.findings.append(Finding(kind, message, file, position, offset))
+
+    def for_file(self, file: str) -> "Sink":
+        """The same sink (one list, one count per kind and file) with another default file."""
+        view = Sink(file)
+        view.findings, view._counts = self.findings, self._counts
+        return view
+
+    def done(self) -> list[Finding]:
+        for (name, file), n in self._counts.items():
+            kind = BY_NAME[name]
+            if n > kind.cap:
+                what = _COUNTED_AS.get(kind.group, "findings")
+                self.findings.append(Finding(kind, f"... and {n - kind.cap} more {what} like the above", file))
+        self._counts.clear()
+        return self.findings
+
+
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 _TRUNCATES = "Kafka's recovery cuts the segment here, and deletes every later segment of the partition"
 _REPAIR = "Run `logtool truncate` to cut the segment as Kafka would, keeping the removed bytes in quarantine; " \
@@ -60,23 +143,23 @@ _REPAIR = "Run `logtool truncate` to cut the segment as Kafka would, keeping the
 
 KINDS: tuple[Kind, ...] = (
     # -- segment framing: each ends the valid prefix where Kafka's recovery would
-    Kind("LT101", "CRC_MISMATCH", E, f"A batch's stored checksum does not match its bytes: its data changed after it was written. {_TRUNCATES}.", _REPAIR),
-    Kind("LT102", "TORN_BATCH", E, f"The last batch declares more bytes than the file holds: a write was cut short (crash or full disk). {_TRUNCATES}.", _REPAIR),
-    Kind("LT103", "PREALLOCATED_TAIL", W, "The active segment ends in zero bytes, as a broker with log.preallocate=true or a crash mid-write leaves it. Kafka's recovery cuts the zeros; no record is lost.", "Nothing is lost; the broker trims it at its next start, or run `logtool truncate`."),
-    Kind("LT104", "ZERO_TAIL", E, f"A segment that is not the active one ends in zero bytes where batches should be. {_TRUNCATES}.", _REPAIR),
-    Kind("LT105", "SHORT_TAIL", E, f"A few bytes follow the last batch, too few to hold a batch header. {_TRUNCATES}.", _REPAIR),
-    Kind("LT106", "BAD_LENGTH", E, f"A batch length field is negative or smaller than any batch can be: the bytes here are not a batch. {_TRUNCATES}.", _REPAIR),
-    Kind("LT107", "GARBAGE", E, f"The bytes after the last good batch do not start a batch (unknown magic, length past the end of the file). {_TRUNCATES}.", _REPAIR),
-    Kind("LT108", "IMPOSSIBLE_LENGTH", E, f"A batch length field is so large that the batch would end past the 2 GiB limit of any segment. {_TRUNCATES}.", _REPAIR),
-    Kind("LT109", "BATCH_TOO_SMALL", E, f"A v2 batch is shorter than the 61-byte batch header. {_TRUNCATES}.", _REPAIR),
-    Kind("LT110", "BAD_TXN_MARKER", E, f"A producer's control batch does not hold a readable commit/abort marker; recovery replays producer state and fails on it. {_TRUNCATES}.", _REPAIR),
-    Kind("LT111", "OFFSET_NOT_INCREASING", E, "A batch's offsets do not follow the previous batch's: the offset field was damaged (the v2 checksum does not cover it), so Kafka's recovery does not notice and the log end offset can move backwards.", "Dump the surrounding batches with `logtool dump`; the damaged batch must be removed or re-produced by hand. Kafka will not fix it."),
+    Kind("LT101", "CRC_MISMATCH", E, f"A batch's stored checksum does not match its bytes: its data changed after it was written. {_TRUNCATES}.", _REPAIR, cuts=True, fix=Fix.TRUNCATE),
+    Kind("LT102", "TORN_BATCH", E, f"The last batch declares more bytes than the file holds: a write was cut short (crash or full disk). {_TRUNCATES}.", _REPAIR, cuts=True, fix=Fix.TRUNCATE),
+    Kind("LT103", "PREALLOCATED_TAIL", W, "The active segment ends in zero bytes, as a broker with log.preallocate=true or a crash mid-write leaves it. Kafka's recovery cuts the zeros; no record is lost.", "Nothing is lost; the broker trims it at its next start, or run `logtool truncate`.", cuts=True, fix=Fix.TRUNCATE),
+    Kind("LT104", "ZERO_TAIL", E, f"A segment that is not the active one ends in zero bytes where batches should be. {_TRUNCATES}.", _REPAIR, cuts=True, fix=Fix.TRUNCATE),
+    Kind("LT105", "SHORT_TAIL", E, f"A few bytes follow the last batch, too few to hold a batch header. {_TRUNCATES}.", _REPAIR, cuts=True, fix=Fix.TRUNCATE),
+    Kind("LT106", "BAD_LENGTH", E, f"A batch length field is negative or smaller than any batch can be: the bytes here are not a batch. {_TRUNCATES}.", _REPAIR, cuts=True, fix=Fix.TRUNCATE),
+    Kind("LT107", "GARBAGE", E, f"The bytes after the last good batch do not start a batch (unknown magic, length past the end of the file). {_TRUNCATES}.", _REPAIR, cuts=True, fix=Fix.TRUNCATE),
+    Kind("LT108", "IMPOSSIBLE_LENGTH", E, f"A batch length field is so large that the batch would end past the 2 GiB limit of any segment. {_TRUNCATES}.", _REPAIR, cuts=True, fix=Fix.TRUNCATE),
+    Kind("LT109", "BATCH_TOO_SMALL", E, f"A v2 batch is shorter than the 61-byte batch header. {_TRUNCATES}.", _REPAIR, cuts=True, fix=Fix.TRUNCATE),
+    Kind("LT110", "BAD_TXN_MARKER", E, f"A producer's control batch does not hold a readable commit/abort marker; recovery replays producer state and fails on it. {_TRUNCATES}.", _REPAIR, cuts=True, fix=Fix.TRUNCATE),
+    Kind("LT111", "OFFSET_NOT_INCREASING", E, "A batch's offsets do not follow the previous batch's: the offset field was damaged (the v2 checksum does not cover it), so Kafka's recovery does not notice and the log end offset can move backwards.", "Dump the surrounding batches with `logtool dump`; the damaged batch must be removed or re-produced by hand. Kafka will not fix it.", fix=Fix.TRUNCATE_STRICT),
     Kind("LT112", "OFFSET_OVERFLOW", E, "A batch's offset does not fit the segment's 32-bit relative offsets; the broker would have to split the segment at load (KAFKA-6264).", "Let the broker split the segment at load, or move the batch to a segment of its own."),
     Kind("LT113", "FIRST_OFFSET_BELOW_NAME", E, "The first batch of a segment has an offset below the base offset in the file name; index lookups and recovery will misbehave.", "Rename the segment and its indexes after its first offset, or rebuild them with `logtool index rebuild`."),
     Kind("LT114", "FIRST_OFFSET_ABOVE_NAME", I, "The first batch starts after the offset in the file name, as compaction leaves it.", "Nothing to do."),
     Kind("LT115", "UNKNOWN_MAGIC", E, "A batch carries a magic byte Kafka does not write (not 0, 1 or 2). Kafka's recovery still keeps it if its checksum matches; consumers cannot read it.", "Inspect with `logtool dump`; the batch was probably damaged before its checksum was computed."),
     Kind("LT116", "UNKNOWN_CODEC", E, "A batch names a compression codec that does not exist (ids 5-7); consumers cannot read it.", "Inspect with `logtool dump`."),
-    Kind("LT117", "LATER_SEGMENTS_DROPPED", E, "Damage in a segment that is not the last one: Kafka's recovery (from a recovery point at or before it) would delete every later segment, good data included.", "Do not let the broker recover this blindly: rescue the later segments' records first (`logtool dump`), then repair with `logtool truncate`."),
+    Kind("LT117", "LATER_SEGMENTS_DROPPED", E, "Damage in a segment that is not the last one: Kafka's recovery (from a recovery point at or before it) would delete every later segment, good data included.", "Do not let the broker recover this blindly: rescue the later segments' records first (`logtool dump`), then repair with `logtool truncate`.", fix=Fix.TRUNCATE),
     Kind("LT118", "SEGMENT_TOO_LARGE", E, "The segment is 2 GiB or larger; Kafka refuses to load it.", "Split the segment or move it out of the log dir."),
     Kind("LT119", "EMPTY_SEGMENT", I, "The segment holds no bytes, as right after a roll.", "Nothing to do."),
     Kind("LT120", "LEGACY_WRAPPER_UNREADABLE", E, "A compressed v0/v1 wrapper message cannot be decompressed, so its inner messages and first offset are unknown. Kafka's recovery does not notice; consumers fail on it.", "Inspect with `logtool dump --salvage`."),
@@ -88,20 +171,20 @@ KINDS: tuple[Kind, ...] = (
     Kind("LT205", "CONTROL_RECORD_INVALID", E, "A control batch holds a record that is not a valid control record.", "Inspect with `logtool dump`."),
     Kind("LT206", "INNER_CRC_MISMATCH", E, "A message inside a compressed v0/v1 wrapper fails its own checksum.", "Inspect with `logtool dump`."),
     # -- indexes
-    Kind("LT301", "INDEX_MISSING", W, "A segment has no .index file; the broker must rebuild it at load, and lookups scan the log until then.", "Run `logtool index rebuild --apply`, or let the broker rebuild it."),
-    Kind("LT302", "TIMEINDEX_MISSING", W, "A segment has no .timeindex; the broker recreates it empty (not rebuilt), so time lookups in it fail.", "Run `logtool index rebuild --apply`."),
-    Kind("LT303", "INDEX_CORRUPT", E, "An index file fails Kafka's own sanity check (a size that is not a whole number of entries, or a last entry below the base offset).", "Run `logtool index rebuild --apply`."),
-    Kind("LT304", "INDEX_NOT_INCREASING", E, "Index entries do not strictly increase; Kafka's binary search will give wrong answers.", "Run `logtool index rebuild --apply`."),
-    Kind("LT305", "INDEX_WRONG_POSITION", E, "An offset-index entry does not point at the start of a batch, or names an offset that batch does not hold: consumers fetching near it read from the wrong place. Kafka does not check this.", "Run `logtool index rebuild --apply`."),
-    Kind("LT306", "INDEX_BEYOND_LOG", W, "Index entries point past the valid end of the log.", "Run `logtool index rebuild --apply` (or `logtool truncate`, which rebuilds indexes)."),
+    Kind("LT301", "INDEX_MISSING", W, "A segment has no .index file; the broker must rebuild it at load, and lookups scan the log until then.", "Run `logtool index rebuild --apply`, or let the broker rebuild it.", fix=Fix.REBUILD_INDEXES),
+    Kind("LT302", "TIMEINDEX_MISSING", W, "A segment has no .timeindex; the broker recreates it empty (not rebuilt), so time lookups in it fail.", "Run `logtool index rebuild --apply`.", fix=Fix.REBUILD_INDEXES),
+    Kind("LT303", "INDEX_CORRUPT", E, "An index file fails Kafka's own sanity check (a size that is not a whole number of entries, or a last entry below the base offset).", "Run `logtool index rebuild --apply`.", fix=Fix.REBUILD_INDEXES),
+    Kind("LT304", "INDEX_NOT_INCREASING", E, "Index entries do not strictly increase; Kafka's binary search will give wrong answers.", "Run `logtool index rebuild --apply`.", fix=Fix.REBUILD_INDEXES),
+    Kind("LT305", "INDEX_WRONG_POSITION", E, "An offset-index entry does not point at the start of a batch, or names an offset that batch does not hold: consumers fetching near it read from the wrong place. Kafka does not check this.", "Run `logtool index rebuild --apply`.", fix=Fix.REBUILD_INDEXES),
+    Kind("LT306", "INDEX_BEYOND_LOG", W, "Index entries point past the valid end of the log.", "Run `logtool index rebuild --apply` (or `logtool truncate`, which rebuilds indexes).", fix=Fix.REBUILD_INDEXES),
     Kind("LT307", "INDEX_PREALLOCATED", I, "The active segment's index is still at its preallocated size with zero slots at the end, as while a broker runs or after a crash.", "Nothing to do; the broker trims it at roll or shutdown."),
-    Kind("LT308", "INDEX_PREALLOCATED_CLOSED", W, "A closed segment's index still has preallocated zero slots; it was never trimmed.", "Run `logtool index rebuild --apply`."),
-    Kind("LT309", "TIMEINDEX_CORRUPT", E, "A time index fails Kafka's sanity check (size not a multiple of 12, last timestamp below the first, or last offset below the base).", "Run `logtool index rebuild --apply`."),
-    Kind("LT310", "TIMEINDEX_WRONG_ENTRY", E, "A time-index entry does not match the log: no batch ends at its offset, or the timestamp is not the largest seen up to it.", "Run `logtool index rebuild --apply`."),
-    Kind("LT311", "TXNINDEX_CORRUPT", E, "The transaction index has an unknown version or an aborted transaction ending below the segment's base offset; the broker recovers the segment at load.", "Run `logtool index rebuild --apply`."),
-    Kind("LT312", "TXNINDEX_MISMATCH", E, "The transaction index does not list exactly the aborted transactions the log holds: read_committed consumers would deliver aborted records, or hide committed ones.", "Run `logtool index rebuild --apply`."),
+    Kind("LT308", "INDEX_PREALLOCATED_CLOSED", W, "A closed segment's index still has preallocated zero slots; it was never trimmed.", "Run `logtool index rebuild --apply`.", fix=Fix.REBUILD_INDEXES),
+    Kind("LT309", "TIMEINDEX_CORRUPT", E, "A time index fails Kafka's sanity check (size not a multiple of 12, last timestamp below the first, or last offset below the base).", "Run `logtool index rebuild --apply`.", fix=Fix.REBUILD_INDEXES),
+    Kind("LT310", "TIMEINDEX_WRONG_ENTRY", E, "A time-index entry does not match the log: no batch ends at its offset, or the timestamp is not the largest seen up to it.", "Run `logtool index rebuild --apply`.", fix=Fix.REBUILD_INDEXES),
+    Kind("LT311", "TXNINDEX_CORRUPT", E, "The transaction index has an unknown version or an aborted transaction ending below the segment's base offset; the broker recovers the segment at load.", "Run `logtool index rebuild --apply`.", fix=Fix.REBUILD_INDEXES),
+    Kind("LT312", "TXNINDEX_MISMATCH", E, "The transaction index does not list exactly the aborted transactions the log holds: read_committed consumers would deliver aborted records, or hide committed ones.", "Run `logtool index rebuild --apply`.", fix=Fix.REBUILD_INDEXES),
     # -- the partition directory
-    Kind("LT401", "LEFTOVER_FILE", W, "A file left behind by an interrupted delete, clean or segment swap (.deleted, .cleaned, .swap). The broker finishes or discards it at load.", "Usually nothing: the broker deals with it. A .swap is applied at load: check it is whole first."),
+    Kind("LT401", "LEFTOVER_FILE", W, "A file left behind by an interrupted delete, clean or segment swap (.deleted, .cleaned, .swap). The broker finishes or discards it at load.", "Usually nothing: the broker deals with it. A .swap is applied at load: check it is whole first.", fix=Fix.LEFTOVER),
     Kind("LT402", "ORPHAN_INDEX", W, "An index file whose .log is missing; the broker deletes it at load.", "Find out where the .log went (was it deleted by hand?)."),
     Kind("LT403", "PARTITION_METADATA_INVALID", E, "partition.metadata cannot be read; the broker fails to load the partition.", "Restore it from a replica (the topic id is the same on every replica)."),
     Kind("LT404", "LEADER_EPOCH_INVALID", E, "leader-epoch-checkpoint cannot be read, holds a negative epoch or start offset (the broker fails to load the partition), or its epochs or start offsets do not increase.", "Restore it from an in-sync replica (epochs are the same on every replica). Deleting it makes the broker rebuild it only from the segments it recovers at the next start."),
@@ -110,8 +193,8 @@ KINDS: tuple[Kind, ...] = (
     Kind("LT407", "UNKNOWN_FILE", I, "A file the broker does not use lies in the directory.", "Nothing to do; it is ignored by the broker."),
     Kind("LT408", "BAD_SEGMENT_NAME", E, "A file named like a segment file has a name the broker cannot parse; loading throws.", "Rename or remove the file."),
     Kind("LT409", "PRODUCER_SNAPSHOT_INVALID", W, "A producer-state snapshot cannot be read; the broker rebuilds producer state from the log.", "Nothing urgent; the broker ignores it."),
-    Kind("LT410", "PRODUCER_SNAPSHOT_BEYOND_LOG", W, "A producer-state snapshot was taken at an offset past the log end: records written after it are missing from this log (cut by recovery or by hand, or the copy caught the broker mid-write). Kafka deletes the snapshot at load (unless the topic is still on a pre-0.11 message format) and rebuilds producer state from the log.", "Compare with another replica to see which records are missing here; idempotent producers may get sequence errors from this replica."),
-    Kind("LT411", "LEADER_EPOCH_BEYOND_LOG", W, "leader-epoch-checkpoint has an epoch starting past the log end: a leader wrote records that this log no longer holds. The broker drops the entry at load.", "Compare with another replica to see which records are missing here."),
+    Kind("LT410", "PRODUCER_SNAPSHOT_BEYOND_LOG", W, "A producer-state snapshot was taken at an offset past the log end: records written after it are missing from this log (cut by recovery or by hand, or the copy caught the broker mid-write). Kafka deletes the snapshot at load (unless the topic is still on a pre-0.11 message format) and rebuilds producer state from the log.", "Compare with another replica to see which records are missing here; idempotent producers may get sequence errors from this replica.", fix=Fix.SNAPSHOTS),
+    Kind("LT411", "LEADER_EPOCH_BEYOND_LOG", W, "leader-epoch-checkpoint has an epoch starting past the log end: a leader wrote records that this log no longer holds. The broker drops the entry at load.", "Compare with another replica to see which records are missing here.", fix=Fix.LEADER_EPOCHS),
     Kind("LT412", "LEADER_EPOCH_MISMATCH", W, "The leader epochs stamped in the batches disagree with leader-epoch-checkpoint (a batch's epoch is not the one the checkpoint gives its offset, or epochs go backwards in the log). The epoch field is outside the batch checksum, so such damage is otherwise silent; after a leader change, followers use these epochs to decide where to truncate and may cut or keep the wrong records.", "Compare with an in-sync replica (`logtool verify` there): take its leader-epoch-checkpoint (epochs are the same on every replica), or let this replica be rebuilt from the leader."),
     Kind("LT413", "PARTITION_DIR_DELETE", I, "A partition directory renamed <topic>-<n>.<id>-delete: the topic or this replica was deleted. The broker does not recover it and deletes it after file.delete.delay.ms.", "Nothing to do, unless its records are still wanted: copy the directory elsewhere before the broker starts."),
     Kind("LT414", "PARTITION_DIR_FUTURE", I, "A partition directory renamed <topic>-<n>.<id>-future: a replica being moved into this log dir (AlterReplicaLogDirs). The broker resumes copying into it and swaps it for the current replica once it has caught up.", "Nothing to do; cancel the move with kafka-reassign-partitions if it is no longer wanted."),
@@ -124,12 +207,12 @@ KINDS: tuple[Kind, ...] = (
     Kind("LT505", "CHECKPOINT_UNKNOWN_PARTITION", W, "An offset checkpoint names a partition that has no directory in this log dir. Kafka rewrites the checkpoints when it deletes or moves a partition, so the directory went away behind its back (deleted or moved by hand, lost with the disk) or this copy is incomplete. The broker ignores the entry.", "Find where the partition went. If this broker still hosts it, the broker re-creates it empty and copies it from the leader: make sure another replica holds its records."),
     Kind("LT506", "CHECKPOINT_ENTRY_MISSING", I, "A partition is not listed in recovery-point-offset-checkpoint or replication-offset-checkpoint: it appeared after the last checkpoint write (new, or copied in). The broker recovers it from its first segment and learns its high watermark from the leader.", "Nothing to do; expect a longer recovery of this partition at start."),
     Kind("LT507", "HIGH_WATERMARK_BEYOND_LOG", E, "replication-offset-checkpoint records a high watermark past the log end: records the cluster had committed (acknowledged to producers) are missing from this replica.", "Do not let this replica become leader (no unclean election); let it truncate and copy from an in-sync replica. If no replica holds the records, they are lost: find the copy of the files they were in."),
-    Kind("LT508", "RECOVERY_POINT_BEYOND_LOG", W, "recovery-point-offset-checkpoint records a recovery point past the log end: records the broker had flushed to disk are missing (files cut or replaced by hand, a lost write, or a copy taken at two moments). The broker lowers the recovery point to the log end at load.", "Compare with another replica to see which records are missing here."),
-    Kind("LT509", "RECOVERY_SKIPS_DAMAGE", E, "The recovery point lies in a segment after damaged data: Kafka recovers only from the segment holding the recovery point, so it never checks the damaged segment and serves it as it is.", "Repair with `logtool truncate` before starting the broker (or rescue the later segments first: Kafka's own recovery would delete them)."),
+    Kind("LT508", "RECOVERY_POINT_BEYOND_LOG", W, "recovery-point-offset-checkpoint records a recovery point past the log end: records the broker had flushed to disk are missing (files cut or replaced by hand, a lost write, or a copy taken at two moments). The broker lowers the recovery point to the log end at load.", "Compare with another replica to see which records are missing here.", fix=Fix.CHECKPOINTS),
+    Kind("LT509", "RECOVERY_SKIPS_DAMAGE", E, "The recovery point lies in a segment after damaged data: Kafka recovers only from the segment holding the recovery point, so it never checks the damaged segment and serves it as it is.", "Repair with `logtool truncate` before starting the broker (or rescue the later segments first: Kafka's own recovery would delete them).", fix=Fix.TRUNCATE),
     Kind("LT510", "LOG_START_BEYOND_LOG", E, "log-start-offset-checkpoint records a log start offset past the log end: at load the broker deletes every segment of the partition ('logEndOffset is smaller than logStartOffset').", "Do not start the broker on this log dir as it is: copy the partition directory aside first, then find out which of the checkpoint and the segments is wrong."),
-    Kind("LT511", "CLEANER_OFFSET_BEYOND_LOG", W, "cleaner-offset-checkpoint records a cleaned offset past the log end: the log lost records after the cleaner last ran. The cleaner resets to the log start and compacts the whole log again.", "Nothing to do for the cleaner; compare with another replica to see which records are missing here."),
-    Kind("LT512", "CHECKPOINT_BELOW_LOG_START", I, "An offset checkpoint records an offset below the partition's first segment: the checkpoint is older than the deletion of the first segments. The broker raises the value to the log start.", "Nothing to do."),
-    Kind("LT513", "CLEAN_SHUTDOWN_WITH_DAMAGE", E, "The log dir holds .kafka_cleanshutdown, so the broker trusts every file and skips recovery, yet a partition in it has damage that recovery would cut: the broker will serve the damaged bytes.", "With the broker stopped, repair the partition with `logtool truncate`, or remove .kafka_cleanshutdown so that the broker recovers this log dir at start."),
+    Kind("LT511", "CLEANER_OFFSET_BEYOND_LOG", W, "cleaner-offset-checkpoint records a cleaned offset past the log end: the log lost records after the cleaner last ran. The cleaner resets to the log start and compacts the whole log again.", "Nothing to do for the cleaner; compare with another replica to see which records are missing here.", fix=Fix.CHECKPOINTS),
+    Kind("LT512", "CHECKPOINT_BELOW_LOG_START", I, "An offset checkpoint records an offset below the partition's first segment: the checkpoint is older than the deletion of the first segments. The broker raises the value to the log start.", "Nothing to do.", fix=Fix.CHECKPOINTS),
+    Kind("LT513", "CLEAN_SHUTDOWN_WITH_DAMAGE", E, "The log dir holds .kafka_cleanshutdown, so the broker trusts every file and skips recovery, yet a partition in it has damage that recovery would cut: the broker will serve the damaged bytes.", "With the broker stopped, repair the partition with `logtool truncate`, or remove .kafka_cleanshutdown so that the broker recovers this log dir at start.", fix=Fix.TRUNCATE),
     Kind("LT514", "META_PROPERTIES_MISMATCH", E, "The log dirs given together do not belong to one broker: their meta.properties name different cluster.id or node ids (broker.id/node.id), or two share a directory.id. The broker refuses to start with them.", "Find which log dir is foreign (copied from another broker or cluster) and take it out of log.dirs, or restore its meta.properties."),
     Kind("LT515", "META_PROPERTIES_MISSING", W, "The log dir has no meta.properties. A ZooKeeper-mode broker writes a new one at start; a KRaft broker copies the ids of its other log dirs, and refuses to start if none has one.", "If this is a copy, restore meta.properties from the original; otherwise format the directory with kafka-storage.sh."),
     Kind("LT516", "META_PROPERTIES_INCONSISTENT", W, "meta.properties holds a field its version does not read (node.id in version 0, broker.id in version 1): it was edited by hand or written by another tool, and the broker ignores that field.", "Rewrite the file with the fields of its version: version=0 uses broker.id, version=1 uses node.id."),

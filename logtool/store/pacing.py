@@ -1,6 +1,6 @@
-"""Gentle reading, for audits of live brokers: a cap on the read rate, and a page cache left as it was found.
+"""Paced reading, for audits of live brokers: a cap on the read rate, and a page cache left as it was found.
 
-A `Gentle` policy rides on each `Segment` (its `reading` field). The walker calls the policy's per-file
+A `ReadPolicy` policy rides on each `Segment` (its `reading` field). The walker calls the policy's per-file
 `Pacer` every `every` bytes, right after it has unmapped the pages it passed, and once more when the
 segment is closed. The pacer then
 - sleeps as long as it takes to keep the bytes read under `max_rate` bytes per second, counted over the
@@ -60,7 +60,7 @@ class Throttle:
 
 
 @dataclass(slots=True)
-class Gentle:
+class ReadPolicy:
     """The reading policy: a rate cap (None: none) and whether to spare the page cache."""
 
     throttle: Throttle | None = None
@@ -71,17 +71,17 @@ class Gentle:
         return Pacer(self, path, size)
 
 
-def gentle(max_rate_mb: float | None, spare_cache: bool) -> Gentle | None:
+def read_policy(max_rate_mb: float | None, spare_cache: bool) -> ReadPolicy | None:
     """The policy for `--max-read-rate MB/s` and `--spare-page-cache`; None when neither asks for one."""
     if max_rate_mb is None and not spare_cache:
         return None
-    return Gentle(Throttle(max_rate_mb * 1e6) if max_rate_mb is not None else None, spare_cache)
+    return ReadPolicy(Throttle(max_rate_mb * 1e6) if max_rate_mb is not None else None, spare_cache)
 
 
 class Pacer:
-    """One segment file under a `Gentle` policy: paces its bytes and gives back the pages it brought in."""
+    """One segment file under a `ReadPolicy` policy: paces its bytes and gives back the pages it brought in."""
 
-    def __init__(self, policy: Gentle, path: Path, size: int) -> None:
+    def __init__(self, policy: ReadPolicy, path: Path, size: int) -> None:
         self.throttle, self.size, self.counted = policy.throttle, size, 0
         self.fd: int | None = None
         self.cached = bytearray()  # one byte per page from 0: 1 when it was in the page cache before we read

@@ -6,23 +6,24 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from logtool.checks.catalog import Finding, Severity, finding
+from logtool.findings import Finding, Severity, finding
 from logtool.checks.checkpoints import check_partition_checkpoints
 from logtool.checks.logdir import LogDirReport, check_log_dir
 from logtool.checks.logdir_set import check_log_dir_set
 from logtool.checks.partition import PartitionReport, check_partition, check_segments, finish_partition
-from logtool.checks.segment import Lens
+from logtool.store.segment import Lens
 from logtool.checks.shutdown import check_clean_shutdown
-from logtool.store.gentle import Gentle
+from logtool.store.pacing import ReadPolicy
 from logtool.store.layout import PathKind, kind_of, parse_partition_dir
 from logtool.store.partition import Partition
+from logtool import exitcodes
 
 
 def fsck_code(operational: bool, worst: Severity | None, fail_on: Severity) -> int:
     """fsck's codes: 8 operational error, 4 problems found, 0 clean."""
     if operational:
-        return 8
-    return 4 if worst is not None and worst >= fail_on else 0
+        return exitcodes.OPERATIONAL
+    return exitcodes.PROBLEMS if worst is not None and worst >= fail_on else exitcodes.CLEAN
 
 
 @dataclass(slots=True)
@@ -65,7 +66,7 @@ class Target:
     piece: tuple[int, int | None] | None = None
 
 
-def plan(paths: list[Path], report: Report) -> list[Target]:
+def plan_targets(paths: list[Path], report: Report) -> list[Target]:
     """Resolve PATHs into partition targets, recording log-dir reports and path problems in `report`."""
     targets: list[Target] = []
     for path in paths:
@@ -93,7 +94,7 @@ def _unreadable(target: Target, e: OSError) -> Finding:
     return finding("UNREADABLE", f"{target.path}: {e.strerror or e}", str(target.path))
 
 
-def check_target(target: Target, deep: bool, reading: Gentle | None = None, lens: Lens | None = None) -> PartitionReport:
+def check_target(target: Target, deep: bool, reading: ReadPolicy | None = None, lens: Lens | None = None) -> PartitionReport:
     """Check one target, reading under `reading` and feeding `lens` every batch. A piece is only walked:
     `finish_pieces` runs the partition-level checks once over all of a partition's pieces."""
     try:
@@ -136,10 +137,10 @@ def finish_pieces(pieces: list[tuple[Target, PartitionReport]]) -> PartitionRepo
     return rep
 
 
-def run(paths: list[Path], deep: bool, on_target: Callable[[Target], None] | None = None,
-        targets_known: Callable[[int], None] | None = None, reading: Gentle | None = None) -> Report:
+def run_checks(paths: list[Path], deep: bool, on_target: Callable[[Target], None] | None = None,
+        targets_known: Callable[[int], None] | None = None, reading: ReadPolicy | None = None) -> Report:
     report = Report()
-    targets = plan(paths, report)
+    targets = plan_targets(paths, report)
     check_log_dir_set(report.log_dirs)
     if targets_known:
         targets_known(len(targets))

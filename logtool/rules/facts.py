@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-from logtool.checks.segment import SegmentReport
+
+class WalkedSegment(Protocol):
+    """What the facts need of a walked segment (the checks' WalkedSegment has it)."""
+
+    base_offset: int
+    last_offset: int | None
+    first_invalid_position: int | None
 
 
 @dataclass(slots=True, frozen=True)
@@ -19,19 +26,19 @@ class PartitionFacts:
 
     log_start: int | None  # base offset of the first segment
     log_end: int | None
-    damaged_segment: int | None = None  # base offset of the first segment recovery would cut
+    cut_segment: int | None = None  # base offset of the first segment recovery would cut
 
     @property
-    def damaged(self) -> bool:
+    def recovery_cuts(self) -> bool:
         """Recovery would cut bytes: a segment's valid prefix ends before its file does."""
-        return self.damaged_segment is not None
+        return self.cut_segment is not None
 
 
-def partition_facts(segments: Sequence[SegmentReport]) -> PartitionFacts:
+def partition_facts(segments: Sequence[WalkedSegment]) -> PartitionFacts:
     if not segments:
         return PartitionFacts(None, None)
     end = next((s for s in segments if s.first_invalid_position is not None), None)
-    damaged = end.base_offset if end is not None else None
+    cut = end.base_offset if end is not None else None
     end = end or segments[-1]
     log_end = end.last_offset + 1 if end.last_offset is not None else end.base_offset
-    return PartitionFacts(segments[0].base_offset, log_end, damaged)
+    return PartitionFacts(segments[0].base_offset, log_end, cut)

@@ -2,7 +2,7 @@
 
 Built in: `utf8` (invalid bytes escaped as \\xNN, never an exception), `hex`, `base64`, `json` (pretty in
 text) and `none` (not shown). More can be installed as plugins: a distribution declares an entry point in
-the group `logtool.decoders` whose name is the decoder name and whose object is a `Decoder` subclass (or
+the group `logtool.reads.decoders` whose name is the decoder name and whose object is a `Decoder` subclass (or
 any zero-argument callable returning a `Decoder`). Plugins are loaded only when a name is not built in.
 """
 from __future__ import annotations
@@ -111,5 +111,5 @@ def get(name: str) -> Decoder:
     except Exception as e:  # a broken plugin is the user's environment: one line, not a traceback
         raise DecoderError(f"decoder plugin {name!r} cannot be loaded: {type(e).__name__}: {e}") from None
     if not isinstance(decoder, Decoder):
-        raise DecoderError(f"decoder plugin {name!r} did not give a logtool.decoders.Decoder")
+        raise DecoderError(f"decoder plugin {name!r} did not give a logtool.reads.decoders.Decoder")
     return decoder

@@ -13,18 +13,18 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from logtool.checks.catalog import Finding, finding
+from logtool.findings import Finding, finding
 from logtool.format.batch import BatchView
 from logtool.format.kraft import control_value
 from logtool.format.records import ControlRecord, Record, RecordError, iter_records, parse_control
 from logtool.store.partition import Partition
-from logtool.store.salvage import next_batch
+from logtool.reads.salvage import next_batch
 from logtool.store.seek import SeekError, seek_offset, seek_timestamp
-from logtool.store.segment import Segment, Walk
+from logtool.store.segment import Segment, WalkOutcome
 
 
 @dataclass(slots=True)
-class Plan:
+class RangePlan:
     first: int | None  # inclusive offset bounds; None: unbounded
     last: int | None
     segment: int | None  # index of the segment to start in; None: nothing to read
@@ -38,10 +38,10 @@ class Plan:
         return f"{lo} to {hi}"
 
 
-def plan(part: Partition, from_offset: int | None = None, to_offset: int | None = None,
-         from_time: int | None = None, to_time: int | None = None) -> Plan:
+def plan_range(part: Partition, from_offset: int | None = None, to_offset: int | None = None,
+         from_time: int | None = None, to_time: int | None = None) -> RangePlan:
     """The offset range and start position for these bounds (all inclusive, any may be None)."""
-    p = Plan(from_offset, to_offset, 0 if part.segments else None)
+    p = RangePlan(from_offset, to_offset, 0 if part.segments else None)
     if from_time is not None:
         try:
             hit = seek_timestamp(part, from_time)
@@ -66,7 +66,7 @@ def plan(part: Partition, from_offset: int | None = None, to_offset: int | None 
     return p
 
 
-def _start_at(part: Partition, p: Plan) -> None:
+def _start_at(part: Partition, p: RangePlan) -> None:
     i = part.floor_segment(p.first)
     if i is None:
         return  # the range starts before the first segment: read from the log start
@@ -127,7 +127,7 @@ class Stats:
     damaged: bool = False  # a walk stopped before the end of a file, or records could not be decoded
 
 
-def read_range(part: Partition, p: Plan, stats: Stats, salvage: bool = False, batches_only: bool = False,
+def read_range(part: Partition, p: RangePlan, stats: Stats, salvage: bool = False, batches_only: bool = False,
                limit: int | None = None) -> Iterator[Event]:
     """Events in log order for the range of `p`; `limit` caps records (batches with `batches_only`)."""
     if p.segment is None:
@@ -141,7 +141,7 @@ def read_range(part: Partition, p: Plan, stats: Stats, salvage: bool = False, ba
             stats.segments_read += 1
             started = False
             while True:
-                walk = Walk(seg.size)
+                walk = WalkOutcome(seg.size)
                 for view in seg.walk(walk, start=position):
                     stats.log_bytes_walked += view.size
                     base = view.base_offset if view.base_offset is not None else view.last_offset
@@ -172,7 +172,7 @@ def read_range(part: Partition, p: Plan, stats: Stats, salvage: bool = False, ba
                 if not started:
                     started = True
                     yield SegmentStart(seg)
-                yield Damage(seg, _damage(seg, walk, seg is active), walk.size - walk.stop.position)
+                yield Damage(seg, walk.stop_finding(seg.log_path.name, seg is active), walk.size - walk.stop.position)
                 if not salvage:
                     break
                 resume = next_batch(seg.buf, walk.stop.position + 1, seg.size, seg.base_offset)
@@ -207,18 +207,5 @@ def _records(seg: Segment, view: BatchView, first: int, last: int,
                 controls.append(Control(marker, control_value(marker.type_id, rec.value)))
             records.append(rec)
     except RecordError as e:
-        if view.is_control:
-            name = "CONTROL_RECORD_INVALID"
-        else:
-            name = "LEGACY_WRAPPER_UNREADABLE" if view.base_offset is None else "RECORDS_UNREADABLE"
-        return records, controls, finding(name, str(e), seg.log_path.name, view.position, view.base_offset)
+        return records, controls, finding(e.kind, str(e), seg.log_path.name, view.position, view.base_offset)
     return records, controls, None
-
-
-def _damage(seg: Segment, walk: Walk, active: bool) -> Finding:
-    stop = walk.stop
-    # Zeros at the end of the active segment are preallocation, as verify reports them.
-    name = "PREALLOCATED_TAIL" if stop.reason == "ZERO_TAIL" and active else stop.reason
-    offset = walk.stop_view.base_offset if walk.stop_view is not None else None
-    return finding(name, f"{stop.detail}; {walk.size - stop.position} bytes follow", seg.log_path.name,
-                   stop.position, offset)

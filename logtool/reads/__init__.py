@@ -1,0 +1,1 @@
+"""What `dump` reads: offset and time ranges of records, salvage past damage, decoders of keys and values."""
