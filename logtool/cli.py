@@ -7,7 +7,7 @@ import sys
 import click
 
 from logtool import __version__
-from logtool.commands import audit, dump, find, index, restore, scan, verify
+from logtool.commands import audit, dump, find, index, restore, scan, truncate, verify
 from logtool import exitcodes
 
 
@@ -41,6 +41,7 @@ cli.add_command(verify.command)
 cli.add_command(find.command)
 cli.add_command(index.group)
 cli.add_command(restore.command)
+cli.add_command(truncate.command)
 cli.add_command(audit.command)
 cli.add_command(dump.command)
 

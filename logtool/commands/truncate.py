@@ -1,0 +1,88 @@
+"""`logtool truncate`: repair a damaged log dir the way Kafka's recovery would, previewed, reversible."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from logtool import exitcodes
+from logtool.commands.options import paths_argument
+from logtool.recovery import truncate
+from logtool.recovery.errors import RepairRefused
+from logtool.recovery.truncate_plan import plan_repair
+from logtool.render.jsonout import emit_json
+from logtool.render.repair import render_plan
+from logtool.rules.expected_index import DEFAULT_INDEX_INTERVAL_BYTES
+
+DEFAULT_QUARANTINE = Path("logtool-quarantine")
+
+
+@click.command("truncate")
+@paths_argument
+@click.option("--apply", "do_apply", is_flag=True, help="carry the plan out (without it, only print the plan)")
+@click.option("--quarantine", type=click.Path(path_type=Path), default=DEFAULT_QUARANTINE, show_default=True,
+              help="where every removed byte is kept (outside the log dir); `logtool restore RUN` undoes the repair")
+@click.option("--strict", is_flag=True,
+              help="also cut at damage Kafka's recovery does not notice (offsets going backwards)")
+@click.option("--index-interval-bytes", type=click.IntRange(min=1), default=DEFAULT_INDEX_INTERVAL_BYTES,
+              show_default=True, help="the topic's index.interval.bytes, for the rebuilt indexes")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def command(paths, do_apply: bool, quarantine: Path, strict: bool, index_interval_bytes: int, fmt: str) -> int:
+    """Cut corrupt tails the way Kafka's recovery would (every segment recovered), safely.
+
+    The first damaged segment is cut at its valid prefix, every later segment of the partition leaves
+    the log (as Kafka deletes them; here they go to the quarantine), the cut segment's indexes are rebuilt,
+    leader-epoch entries and producer snapshots past the new log end go, and .deleted/.cleaned leftovers
+    are cleared. Nothing is deleted: every removed byte is kept under --quarantine, and
+    `logtool restore RUN` puts the directory back byte for byte.
+
+    Without --apply it prints the plan and changes nothing. Refuses while a broker holds a log dir's
+    .lock. If a run was interrupted, --apply again finishes it from its journal.
+
+    Exit 0: nothing to repair; 4: repairs planned (dry run); 1: repaired; 8: operational error."""
+    partitions = [p for p in paths]
+    resumed = []
+    if do_apply:
+        try:
+            for run_dir in truncate.unfinished_runs(quarantine, _partition_dirs(partitions)):
+                resumed.append(truncate.resume(run_dir))
+                print(f"logtool: finished the interrupted repair {run_dir}", file=sys.stderr)
+        except RepairRefused as e:
+            print(f"logtool: {e}", file=sys.stderr)
+            return exitcodes.OPERATIONAL
+    plan = plan_repair(list(paths), strict, index_interval_bytes)
+    for line in plan.problems:
+        print(f"logtool: {line}", file=sys.stderr)
+    applied = None
+    if do_apply and plan.pending:
+        command_line = "logtool truncate --apply " + " ".join(map(str, paths))
+        try:
+            applied = truncate.apply_plan(plan, quarantine, command_line)
+        except RepairRefused as e:
+            print(f"logtool: {e}", file=sys.stderr)
+            return exitcodes.OPERATIONAL
+    if fmt == "json":
+        doc = plan.to_dict()
+        doc["applied"] = applied is not None
+        doc["run"] = str(applied.run) if applied else None
+        emit_json(doc)
+    else:
+        render_plan(plan, applied is not None)
+    for done in [*resumed, *([applied] if applied else [])]:
+        print(f"logtool: removed bytes kept in {done.run} (undo with `logtool restore {done.run}`)", file=sys.stderr)
+    if plan.problems:
+        return exitcodes.OPERATIONAL
+    if applied or resumed:
+        return exitcodes.REPAIRED
+    return exitcodes.PROBLEMS if plan.pending else exitcodes.CLEAN
+
+
+def _partition_dirs(paths: list[Path]) -> list[Path]:
+    """The partition dirs a PATH may name: itself, or the dirs in a log dir."""
+    out = []
+    for p in paths:
+        out.append(p)
+        if p.is_dir():
+            out += [c for c in p.iterdir() if c.is_dir()]
+    return out

@@ -1,0 +1,124 @@
+"""Carrying out a truncate plan, crash-safely.
+
+The plan becomes a list of file steps (cut a file keeping its tail, remove a file, replace a file with
+staged bytes), written with the staged bytes into the run's `journal.json` before the first change. The
+journal names the next step and is fsynced after each one. Every step can be run again after a crash at
+any point inside it and ends in the same state, so `truncate --apply` run again finds an unfinished run of
+the same partitions and finishes it from its journal, and `restore` of an interrupted run returns the
+original bytes.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from logtool.recovery.quarantine import RESTORED, Run, load, write_atomically
+from logtool.recovery.session import Session, log_dir_of, new_session
+from logtool.recovery.truncate_plan import RepairPlan
+
+JOURNAL = "journal.json"
+LABEL = "truncate"
+
+
+@dataclass(slots=True)
+class Applied:
+    run: Path
+    steps: int
+    resumed: bool
+
+
+def steps_of(plan: RepairPlan) -> list[dict]:
+    """The file steps that carry out the plan, in order: cut first, then removals, then rewritten files."""
+    steps = []
+    for p in plan.pending:
+        for a in p.changes:
+            if a.action == "truncate":
+                steps.append({"op": "cut", "dir": str(p.partition), "name": a.files[0], "size": a.to_bytes})
+            elif a.action in ("quarantine segment", "remove producer snapshot", "handle leftover"):
+                steps += [{"op": "remove", "dir": str(p.partition), "name": n} for n in a.files]
+            else:  # rebuilt indexes, a rewritten leader-epoch-checkpoint
+                steps += [{"op": "replace", "dir": str(p.partition), "name": n,
+                           "data": base64.b64encode(data).decode()} for n, data in a.new_contents.items()]
+    return steps
+
+
+def apply_plan(plan: RepairPlan, quarantine: Path, command: str) -> Applied:
+    """Carry out `plan` in a new run. Raises RepairRefused before the first write."""
+    steps = steps_of(plan)
+    with new_session([p.partition for p in plan.pending], quarantine, LABEL, command) as session:
+        write_atomically(session.run.path / JOURNAL, json.dumps({"steps": steps, "next": 0}))
+        session.step_done()
+        _carry_out(session, steps, 0)
+        return Applied(session.run.path, len(steps), False)
+
+
+def unfinished_runs(quarantine: Path, partitions: list[Path]) -> list[Path]:
+    """Runs of this quarantine that stopped before their last step and touch any of these partitions."""
+    wanted = {str(p.absolute()) for p in partitions}
+    found = []
+    if not quarantine.is_dir():
+        return found
+    for run_dir in sorted(quarantine.iterdir()):
+        journal = run_dir / JOURNAL
+        if not run_dir.name.endswith(LABEL) or not journal.is_file() or (run_dir / RESTORED).exists():
+            continue
+        try:
+            doc = json.loads(journal.read_text())
+        except (OSError, ValueError):
+            continue
+        if doc.get("next", 0) < len(doc.get("steps", [])) and wanted & {s["dir"] for s in doc["steps"]}:
+            found.append(run_dir)
+    return found
+
+
+def resume(run_dir: Path) -> Applied:
+    """Finish an interrupted run from its journal, under the same locks."""
+    doc = json.loads((run_dir / JOURNAL).read_text())
+    steps = doc["steps"]
+    log_dirs = sorted({log_dir_of(Path(s["dir"])) for s in steps})
+    with Session(log_dirs, lambda: load(run_dir)) as session:
+        _carry_out(session, steps, doc["next"])
+    return Applied(run_dir, len(steps), True)
+
+
+def _carry_out(session: Session, steps: list[dict], start: int) -> None:
+    for k in range(start, len(steps)):
+        _step(session, steps[k])
+        write_atomically(session.run.path / JOURNAL, json.dumps({"steps": steps, "next": k + 1}))
+        session.step_done()
+
+
+def _step(session: Session, step: dict) -> None:
+    """One step, safe to run again from any point it may have stopped at."""
+    run: Run = session.run
+    directory = Path(step["dir"])
+    pdir, log_dir, name = session.partition_dir(directory), log_dir_of(directory), step["name"]
+    entry = run.find(directory.absolute(), name)
+    if step["op"] == "cut":
+        if entry is None:
+            run.keep_tail(pdir, log_dir, name, step["size"])
+            session.step_done()
+        meta = pdir.meta(name)
+        if meta is not None and meta.size > step["size"]:
+            pdir.truncate(name, step["size"])
+    elif step["op"] == "remove":
+        if entry is None and pdir.meta(name) is not None:
+            run.keep_whole(pdir, log_dir, name, "removed")
+            session.step_done()
+        if pdir.meta(name) is not None:
+            pdir.unlink(name)
+    else:
+        data = base64.b64decode(step["data"])
+        digest = hashlib.sha256(data).hexdigest()
+        old = pdir.meta(name)
+        if entry is None:
+            entry = run.keep_whole(pdir, log_dir, name, "replaced") if old else run.record_created(pdir, log_dir, name)
+            session.step_done()
+        if old is None or pdir.sha256(name) != digest:
+            like = old if old is not None else pdir.meta_for_new(Path(name).stem + ".log")
+            pdir.replace(name, data, like)
+        if entry.after_sha256 != digest:
+            run.set_after(entry, digest)
