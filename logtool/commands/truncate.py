@@ -25,10 +25,14 @@ DEFAULT_QUARANTINE = Path("logtool-quarantine")
               help="where every removed byte is kept (outside the log dir); `logtool restore RUN` undoes the repair")
 @click.option("--strict", is_flag=True,
               help="also cut at damage Kafka's recovery does not notice (offsets going backwards)")
+@click.option("--excise", is_flag=True,
+              help="beyond Kafka: cut out only the damaged bytes and keep every valid batch after them (as new "
+                   "segments, leaving an offset gap) instead of dropping every later segment")
 @click.option("--index-interval-bytes", type=click.IntRange(min=1), default=DEFAULT_INDEX_INTERVAL_BYTES,
               show_default=True, help="the topic's index.interval.bytes, for the rebuilt indexes")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def command(paths, do_apply: bool, quarantine: Path, strict: bool, index_interval_bytes: int, fmt: str) -> int:
+def command(paths, do_apply: bool, quarantine: Path, strict: bool, excise: bool, index_interval_bytes: int,
+            fmt: str) -> int:
     """Cut corrupt tails the way Kafka's recovery would (every segment recovered), safely.
 
     The first damaged segment is cut at its valid prefix, every later segment of the partition leaves
@@ -36,6 +40,10 @@ def command(paths, do_apply: bool, quarantine: Path, strict: bool, index_interva
     leader-epoch entries and producer snapshots past the new log end go, and .deleted/.cleaned leftovers
     are cleared. Nothing is deleted: every removed byte is kept under --quarantine, and
     `logtool restore RUN` puts the directory back byte for byte.
+
+    Which to choose: Kafka's rule (the default) is right for a replicated topic, whose followers re-fetch
+    what the cut drops; --excise keeps far more of a single-replica topic (or the last copy of a partition),
+    and the plan shows both choices' record counts.
 
     Without --apply it prints the plan and changes nothing. Refuses while a broker holds a log dir's
     .lock. If a run was interrupted, --apply again finishes it from its journal.
@@ -51,7 +59,7 @@ def command(paths, do_apply: bool, quarantine: Path, strict: bool, index_interva
         except RepairRefused as e:
             print(f"logtool: {e}", file=sys.stderr)
             return exitcodes.OPERATIONAL
-    plan = plan_repair(list(paths), strict, index_interval_bytes)
+    plan = plan_repair(list(paths), strict, index_interval_bytes, excise)
     for line in plan.problems:
         print(f"logtool: {line}", file=sys.stderr)
     applied = None

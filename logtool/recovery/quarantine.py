@@ -191,9 +191,17 @@ def load(run_dir: Path) -> Run:
     return run
 
 
-def stored_chunks(run: Run, entry: Entry):
+def stored_chunks(run: Run, entry: Entry, start: int = 0, end: int | None = None):
+    """The kept bytes of an entry, from `start` to `end` (to the end when None), a chunk at a time."""
     with open(run.path / entry.stored, "rb") as f:
-        while chunk := f.read(CHUNK):
+        f.seek(start)
+        left = None if end is None else end - start
+        while left is None or left > 0:
+            chunk = f.read(CHUNK if left is None else min(CHUNK, left))
+            if not chunk:
+                break
+            if left is not None:
+                left -= len(chunk)
             yield chunk
 
 

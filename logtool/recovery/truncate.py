@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from logtool.recovery.quarantine import RESTORED, Run, load, write_atomically
+from logtool.recovery.quarantine import RESTORED, Run, load, stored_chunks, write_atomically
 from logtool.recovery.session import Session, log_dir_of, new_session
 from logtool.recovery.truncate_plan import RepairPlan
 
@@ -37,6 +37,12 @@ def steps_of(plan: RepairPlan) -> list[dict]:
         for a in p.changes:
             if a.action == "truncate":
                 steps.append({"op": "cut", "dir": str(p.partition), "name": a.files[0], "size": a.to_bytes})
+            elif a.action == "excise":
+                continue  # the excised bytes are part of the cut tail the truncate step keeps
+            elif a.action == "split off segment":
+                start, end = a.byte_range
+                steps.append({"op": "extract", "dir": str(p.partition), "name": a.files[0], "source": a.files[1],
+                              "start": start, "end": end})
             elif a.action in ("quarantine segment", "remove producer snapshot", "handle leftover"):
                 steps += [{"op": "remove", "dir": str(p.partition), "name": n} for n in a.files]
             else:  # rebuilt indexes, a rewritten leader-epoch-checkpoint
@@ -104,6 +110,8 @@ def _step(session: Session, step: dict) -> None:
         meta = pdir.meta(name)
         if meta is not None and meta.size > step["size"]:
             pdir.truncate(name, step["size"])
+    elif step["op"] == "extract":
+        _extract(session, step, pdir, log_dir, entry)
     elif step["op"] == "remove":
         if entry is None and pdir.meta(name) is not None:
             run.keep_whole(pdir, log_dir, name, "removed")
@@ -122,3 +130,21 @@ def _step(session: Session, step: dict) -> None:
             pdir.replace(name, data, like)
         if entry.after_sha256 != digest:
             run.set_after(entry, digest)
+
+
+def _extract(session: Session, step: dict, pdir, log_dir: Path, entry) -> None:
+    """Create a segment from a stretch of a file's cut tail, which the quarantine holds."""
+    run, name = session.run, step["name"]
+    source = run.find(Path(step["dir"]).absolute(), step["source"])
+    lo, hi = step["start"] - source.truncated_to, step["end"] - source.truncated_to
+    digest = hashlib.sha256()
+    for chunk in stored_chunks(run, source, lo, hi):
+        digest.update(chunk)
+    digest = digest.hexdigest()
+    if entry is None:
+        entry = run.record_created(pdir, log_dir, name)
+        session.step_done()
+    if pdir.meta(name) is None or pdir.sha256(name) != digest:
+        pdir.replace(name, stored_chunks(run, source, lo, hi), pdir.meta_for_new(step["source"]))
+    if entry.after_sha256 != digest:
+        run.set_after(entry, digest)

@@ -14,9 +14,13 @@ from logtool.checks.partition import PartitionReport, check_partition
 from logtool.findings import Finding, Fix
 from logtool.format.batch import BatchView
 from logtool.format.meta import MetaError, leader_epochs
+from logtool.reads.salvage import next_batch
 from logtool.recovery.index_rebuild import plan_index_rebuild
+from logtool.rules.expected_index import ExpectedIndexes
+from logtool.rules.transactions import TxnTracker
 from logtool.store.layout import FileKind
 from logtool.store.partition import Partition
+from logtool.store.segment import Segment, WalkOutcome
 
 LEADER_EPOCH_FILE = "leader-epoch-checkpoint"
 _SEGMENT_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex")
@@ -63,19 +67,27 @@ class PartitionPlan:
     log_end_before: int | None = None
     log_end_after: int | None = None
     cause: Finding | None = None  # where the log is cut, and why
+    excise: bool = False
     valid_records_dropped: int = 0  # whole valid batches Kafka's rule drops with the later segments
+    salvageable_records: int = 0  # valid records past damage inside the cut segments (--excise keeps them)
     notes: list[str] = field(default_factory=list)
 
     @property
     def changes(self) -> list[Action]:
         return [a for a in self.actions if a.action != "keep"]
 
+    @property
+    def records_removed(self) -> int:
+        """Valid records that leave the log (split-off stretches stay in it)."""
+        return sum(a.records for a in self.actions if a.action in ("truncate", "quarantine segment"))
+
     def to_dict(self) -> dict:
         return {"partition": str(self.partition), "log_start_offset": self.log_start,
                 "log_end_offset_before": self.log_end_before, "log_end_offset_after": self.log_end_after,
                 "cut_at": self.cause.to_dict() if self.cause else None,
-                "records_removed": sum(a.records for a in self.changes),
-                "valid_records_dropped": self.valid_records_dropped,
+                "records_removed": self.records_removed,
+                "valid_records_dropped": self.valid_records_dropped, "excise": self.excise,
+                "records_kept_by_excise": None if self.excise else self.valid_records_dropped + self.salvageable_records,
                 "actions": [a.to_dict() for a in self.actions], "notes": self.notes}
 
 
@@ -92,24 +104,58 @@ class RepairPlan:
     def to_dict(self) -> dict:
         return {"strict": self.strict, "partitions": [p.to_dict() for p in self.partitions],
                 "problems": self.problems,
-                "records_removed": sum(p.to_dict()["records_removed"] for p in self.partitions)}
+                "records_removed": sum(p.records_removed for p in self.partitions)}
 
 
-def _cut(rep: PartitionReport, strict: bool) -> tuple[int, int, Finding] | None:
-    """(segment index, byte position, finding) of the first place the log is cut; None: nowhere."""
-    for i, seg in enumerate(rep.segments):
-        stops = [f for f in seg.findings
-                 if f.position is not None and (f.kind.cuts or (strict and f.kind.fix is Fix.TRUNCATE_STRICT))]
-        if stops:
-            first = min(stops, key=lambda f: f.position)
-            return i, first.position, first
-    return None
+@dataclass(slots=True)
+class Run:
+    """A stretch of whole, valid batches of a damaged segment: [start, end) with its offsets and records."""
+
+    start: int
+    end: int
+    first: int | None = None
+    last: int | None = None
+    records: int = 0
 
 
-def plan_partition(part: Partition, strict: bool, interval: int) -> PartitionPlan:
+def valid_runs(seg: Segment, stop: int) -> list[Run]:
+    """The stretches of valid batches of a segment whose valid prefix ends at `stop`: the prefix, then each
+    stretch that salvage finds past damage (the next position where a whole batch validates)."""
+    runs = [Run(0, stop)]
+    with seg:
+        buf, size = seg.buf, seg.size
+        counter = RecordCounter()
+        for v in seg.walk():
+            if v.position >= stop:
+                break
+            _note_batch(runs[0], v, counter)
+        pos = stop
+        while pos < size:
+            resume = next_batch(buf, pos + 1, size, seg.base_offset)
+            if resume is None:
+                break
+            walk = WalkOutcome(size)
+            run = Run(resume, resume)
+            for v in seg.walk(walk, start=resume):
+                _note_batch(run, v, counter)
+            run.end = walk.valid_bytes
+            runs.append(run)
+            if walk.stop is None:
+                break
+            pos = walk.stop.position
+    return runs
+
+
+def _note_batch(run: Run, v: BatchView, counter: RecordCounter) -> None:
+    counter.feed(v)
+    run.first = (v.base_offset if v.base_offset is not None else v.last_offset) if run.first is None else run.first
+    run.last, run.records = v.last_offset, run.records + counter.counts.pop()
+
+
+def plan_partition(part: Partition, strict: bool, interval: int, excise: bool = False) -> PartitionPlan:
     counter = RecordCounter()
     rep = check_partition(part, deep=False, lens=counter)
-    plan = PartitionPlan(part.path)
+    plan = PartitionPlan(part.path, excise=excise)
     segs = rep.segments
     if not segs:
         return plan
@@ -119,70 +165,112 @@ def plan_partition(part: Partition, strict: bool, interval: int) -> PartitionPla
     for s in segs:  # each segment's batches' record counts, in order
         counts.append(counter.counts[at : at + s.batches])
         at += s.batches
-    cut = _cut(rep, strict)
+    cuts = _cuts(rep, strict)
     kept: dict[str, int] = {}
+    pieces: list[tuple[Segment, Run]] = []  # stretches split off as segments of their own (--excise)
+    dropping = False
     for i, s in enumerate(segs):
         offsets = (s.first_offset, s.last_offset) if s.first_offset is not None else None
-        if cut is None or i < cut[0]:
-            kept[s.file] = s.size
-            plan.actions.append(Action("keep", [s.file], offsets=offsets, records=sum(counts[i])))
-        elif i == cut[0]:
-            _, position, finding = cut
-            plan.cause = finding
-            kept[s.file] = position
-            removed = _batches_from(part, s.file, position, counts[i]) if position < s.valid_bytes else (None, 0)
-            plan.actions.append(Action("truncate", [s.file], s.size - position, (position, s.size), removed[0],
-                                       removed[1], to_bytes=position,
-                                       detail=f"{finding.code} {finding.name}: {finding.message}"))
-        else:
+        cut = cuts.get(i)
+        if dropping:
             files = [s.file] + [n for n in (Path(s.file).stem + x for x in _SEGMENT_SUFFIXES[1:]) if n in part.files]
             records = sum(counts[i])
             plan.valid_records_dropped += records
             plan.actions.append(Action("quarantine segment", files, s.size, (0, s.size), offsets, records,
                                        detail="Kafka's recovery deletes every segment after the one it cuts"))
-    plan.log_end_after = _log_end(segs, kept, cut, part)
+            continue
+        if cut is None:
+            kept[s.file] = s.size
+            plan.actions.append(Action("keep", [s.file], offsets=offsets, records=sum(counts[i])))
+            continue
+        position, finding = cut
+        plan.cause = plan.cause or finding
+        kept[s.file] = position
+        runs = valid_runs(part.segments[i], position)
+        removed = _batches_from(part, s.file, position, counts[i]) if position < s.valid_bytes else (None, 0)
+        plan.actions.append(Action("truncate", [s.file], s.size - position, (position, s.size), removed[0], removed[1],
+                                   to_bytes=position, detail=f"{finding.code} {finding.name}: {finding.message}"))
+        later = runs[1:]
+        plan.salvageable_records += sum(r.records for r in later)
+        if excise:
+            gap_start = position
+            for r in later:
+                name = f"{r.first:020d}.log"
+                if name in part.files:
+                    plan.notes.append(f"bytes {r.start}..{r.end} of {s.file} hold offsets {r.first}..{r.last}, but "
+                                      f"{name} exists already: they stay in the quarantine")
+                    continue
+                plan.actions.append(Action("excise", [s.file], r.start - gap_start, (gap_start, r.start),
+                                           detail="damaged bytes between valid batches"))
+                plan.actions.append(Action("split off segment", [name, s.file], 0, (r.start, r.end),
+                                           (r.first, r.last), r.records, to_bytes=r.end - r.start,
+                                           detail=f"the valid batches after the damage become segment {name}"))
+                pieces.append((part.segments[i], r))
+                gap_start = r.end
+        else:
+            dropping = True
+    plan.log_end_after = _log_end(segs, kept, cuts, part, pieces)
     if plan.valid_records_dropped:
         plan.notes.append(f"{plan.valid_records_dropped} valid record(s) in later segments leave the log with them, "
                           f"as Kafka's recovery would drop them; replicas that hold them can be re-fetched from "
                           f"(the bytes stay in the quarantine)")
+    if not excise and plan.valid_records_dropped + plan.salvageable_records:
+        plan.notes.append(f"--excise would keep {plan.valid_records_dropped + plan.salvageable_records} of these "
+                          f"valid record(s) (leaving an offset gap where the damage is)")
+    if excise:
+        kept.update({s.file: s.size for s in segs if s.file not in kept})
     _plan_indexes(part, plan, kept, interval)
+    for seg, r in pieces:
+        _plan_piece_indexes(seg, r, plan, interval)
     _plan_side_files(part, plan)
     if not strict:
         for s in segs:
             for f in s.findings:
-                if f.kind.fix is Fix.TRUNCATE_STRICT and (cut is None or (s.file, f.position) != (segs[cut[0]].file, cut[1])):
+                if f.kind.fix is Fix.TRUNCATE_STRICT:
                     plan.notes.append(f"left as Kafka leaves it: {f.code} {f.name} in {s.file} at byte {f.position} "
                                       f"(--strict cuts there)")
     return plan
 
 
-def _batches_from(part: Partition, file: str, position: int, counts: list[int]) -> tuple[tuple[int, int] | None, int]:
-    """The offsets and records of the valid batches at and after `position` (a --strict cut inside the
-    valid prefix)."""
-    seg = next(s for s in part.segments if s.log_path.name == file)
-    first = last = None
-    records = 0
+def _cuts(rep: PartitionReport, strict: bool) -> dict[int, tuple[int, Finding]]:
+    """Per segment index, the byte position and finding where the log is cut (the first one in the file)."""
+    cuts = {}
+    for i, seg in enumerate(rep.segments):
+        stops = [f for f in seg.findings
+                 if f.position is not None and (f.kind.cuts or (strict and f.kind.fix is Fix.TRUNCATE_STRICT))]
+        if stops:
+            first = min(stops, key=lambda f: f.position)
+            cuts[i] = (first.position, first)
+    return cuts
+
+
+def _plan_piece_indexes(seg: Segment, r: Run, plan: PartitionPlan, interval: int) -> None:
+    """The indexes of a stretch split off as a segment, built as recovery builds them."""
     with seg:
-        for i, v in enumerate(seg.walk()):
-            if v.position >= position:
-                lo = v.base_offset if v.base_offset is not None else v.last_offset
-                first = lo if first is None else first
-                last = v.last_offset
-                records += counts[i] if i < len(counts) else 0
-    return ((first, last) if first is not None else None), records
+        expected = ExpectedIndexes(r.first, seg.buf, TxnTracker(history_complete=False), interval, origin=r.start)
+        for v in seg.walk(start=r.start):
+            if v.position >= r.end:
+                break
+            expected.feed(v)
+        expected.finish()
+    stem = f"{r.first:020d}"
+    contents = {stem + ".index": bytes(expected.offset_index), stem + ".timeindex": bytes(expected.time_index)}
+    plan.actions.append(Action("rebuild indexes", list(contents), detail=f"{', '.join(contents)} (new, for {stem}.log)",
+                               new_contents=contents))
 
 
-def _log_end(segs, kept: dict[str, int], cut, part: Partition) -> int | None:
+def _log_end(segs, kept: dict[str, int], cuts, part: Partition, pieces) -> int | None:
     """The log end offset once the plan is carried out: after the last batch that stays."""
-    if cut is None:
-        last = segs[-1]
-        return last.last_offset + 1 if last.last_offset is not None else last.base_offset
-    s = segs[cut[0]]
-    seg = next(x for x in part.segments if x.log_path.name == s.file)
+    if pieces and pieces[-1][0] is part.segments[-1]:
+        return pieces[-1][1].last + 1
+    last = max(i for i, s in enumerate(segs) if s.file in kept)
+    s = segs[last]
+    if last not in cuts:
+        return s.last_offset + 1 if s.last_offset is not None else s.base_offset
     end = s.base_offset
-    with seg:
+    with part.segments[last] as seg:
         for v in seg.walk():
-            if v.position >= cut[1]:
+            if v.position >= cuts[last][0]:
                 break
             end = v.last_offset + 1
     return end
@@ -230,7 +318,7 @@ def _plan_side_files(part: Partition, plan: PartitionPlan) -> None:
             plan.notes.append(f"{name}: left for the broker, which applies or discards a .swap at load")
 
 
-def plan_repair(paths: list[Path], strict: bool, interval: int) -> RepairPlan:
+def plan_repair(paths: list[Path], strict: bool, interval: int, excise: bool = False) -> RepairPlan:
     """The plan for every partition the PATHs name (log dirs or partition dirs)."""
     report = Report()
     result = RepairPlan(strict=strict)
@@ -241,7 +329,7 @@ def plan_repair(paths: list[Path], strict: bool, interval: int) -> RepairPlan:
         try:
             part = Partition.from_dir(t.path)
             try:
-                result.partitions.append(plan_partition(part, strict, interval))
+                result.partitions.append(plan_partition(part, strict, interval, excise))
             finally:
                 part.close()
         except OSError as e:

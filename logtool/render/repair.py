@@ -26,7 +26,14 @@ def _line(a: Action) -> str:
     if a.action == "quarantine segment":
         return (f"  [red]quarantine whole segment[/] {name}: {a.bytes_removed} bytes, {a.records} valid "
                 f"records{_offsets(a)}")
-    return f"  [yellow]{a.action}[/] {name}: {escape(a.detail)}"
+    if a.action == "excise":
+        lo, hi = a.byte_range
+        return f"  [red]excise[/]    bytes {lo}..{hi} of {escape(a.files[0])} ({a.bytes_removed} damaged bytes)"
+    if a.action == "split off segment":
+        lo, hi = a.byte_range
+        return (f"  [green]split off[/] bytes {lo}..{hi} of {escape(a.files[1])} as {escape(a.files[0])} "
+                f"({a.records} records{_offsets(a)})")
+    return f"  [yellow]{a.action}[/]: {escape(a.detail)}"
 
 
 def _partition(out, p: PartitionPlan, applied: bool) -> None:

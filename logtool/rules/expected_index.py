@@ -19,6 +19,7 @@ class ExpectedIndexes:
     buf: object
     txns: TxnTracker
     interval: int = DEFAULT_INDEX_INTERVAL_BYTES
+    origin: int = 0  # where the segment starts in `buf` (a piece of a file being split off as a segment)
     offset_index: bytearray = field(default_factory=bytearray)
     time_index: bytearray = field(default_factory=bytearray)
     aborted: list[AbortedTxn] = field(default_factory=list)
@@ -31,10 +32,11 @@ class ExpectedIndexes:
         if v.max_timestamp > self._max_ts:
             self._max_ts, self._offset_of_max_ts = v.max_timestamp, v.last_offset
         # Strictly greater: a batch exactly `interval` bytes after the last indexed one is not indexed.
-        if v.position - self._last_indexed_position > self.interval:
-            self.offset_index += OFFSET_ENTRY.pack(v.last_offset - self.base_offset, v.position)
+        position = v.position - self.origin
+        if position - self._last_indexed_position > self.interval:
+            self.offset_index += OFFSET_ENTRY.pack(v.last_offset - self.base_offset, position)
             self._maybe_time_entry()
-            self._last_indexed_position = v.position
+            self._last_indexed_position = position
         aborted = self.txns.feed(self.buf, v)
         if aborted is not None:
             self.aborted.append(aborted)
