@@ -35,6 +35,12 @@ def check_log_dir(path: Path) -> LogDirReport:
     present: set[tuple[str, int]] = set()  # the partitions that have a directory here
     for name in names:
         child = path / name
+        if child.is_symlink():
+            try:
+                target = os.readlink(child)
+            except OSError as e:
+                target = f"(unreadable link: {e.strerror or e})"
+            rep.findings.append(finding("SYMLINK", f"{name} is a symlink to {target}", name))
         if child.is_dir():
             if name in IGNORED_LOG_DIR_CHILDREN:
                 continue

@@ -1,6 +1,7 @@
 """Partition-level checks: the segment set, the files beside the segments, and per-partition metadata."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -138,6 +139,8 @@ def _check_other_files(part: Partition, rep: PartitionReport) -> None:
     logs = {f.base_offset for f in part.files.values() if f.kind == FileKind.LOG}
     for name, f in part.files.items():
         path = part.path / name
+        if path.is_symlink():
+            rep.findings.append(finding("SYMLINK", f"{name} is a symlink to {_link_target(path)}", name))
         if f.kind != FileKind.LOG:
             try:
                 rep.files[name] = path.stat().st_size
@@ -148,6 +151,8 @@ def _check_other_files(part: Partition, rep: PartitionReport) -> None:
                                         f"{'discards' if f.leftover != '.swap' else 'applies'} at load", name))
         elif f.kind in (FileKind.INDEX, FileKind.TIMEINDEX, FileKind.TXNINDEX) and f.base_offset not in logs:
             rep.findings.append(finding("ORPHAN_INDEX", f"{name} has no {f.base_offset:020d}.log", name))
+        elif f.kind == FileKind.LOGTOOL_TEMP:
+            rep.findings.append(finding("LOGTOOL_TEMP_LEFTOVER", f"{name} was left by an interrupted logtool repair", name))
         elif f.kind == FileKind.UNKNOWN:
             if name.endswith((".log", ".index", ".timeindex", ".txnindex")):
                 rep.findings.append(finding("BAD_SEGMENT_NAME", f"{name}: the broker cannot parse a base offset from it", name))
@@ -174,6 +179,13 @@ def _check_other_files(part: Partition, rep: PartitionReport) -> None:
             except OSError as e:
                 rep.findings.append(finding("UNREADABLE", f"cannot read {name}: {e.strerror or e}", name))
             _check_snapshot_offset(name, f.base_offset, rep)
+
+
+def _link_target(path: Path) -> str:
+    try:
+        return os.readlink(path)
+    except OSError as e:
+        return f"(unreadable link: {e.strerror or e})"
 
 
 def _check_snapshot_offset(name: str, offset: int, rep: PartitionReport) -> None:

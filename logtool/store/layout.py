@@ -19,6 +19,7 @@ CLUSTER_METADATA = "__cluster_metadata-0"
 
 _SUFFIXED_DIR = re.compile(r"^(\S+)-(\S+)\.(\S+)-(delete|future|stray)$")
 _SEGMENT_FILE = re.compile(r"^(\d+)\.(log|index|timeindex|txnindex|snapshot)((?:\.deleted|\.cleaned|\.swap))?$")
+_LOGTOOL_TEMP = re.compile(r"^\..+\.logtool-[0-9a-f]+\.tmp$")
 _KRAFT_SNAPSHOT = re.compile(r"^(\d{20})-(\d{10})\.checkpoint(\.part|\.deleted)?$|^\d{20}-\d{10}-.*\.checkpoint\.part$")
 
 
@@ -31,6 +32,7 @@ class FileKind(Enum):
     LEADER_EPOCH = "leader-epoch-checkpoint"
     PARTITION_METADATA = "partition.metadata"
     LEFTOVER = "leftover"  # .deleted / .cleaned / .swap
+    LOGTOOL_TEMP = "logtool temp"  # a temporary file of an interrupted logtool repair (recovery/writer.py names them)
     KRAFT = "kraft"  # KRaft snapshots and quorum-state of __cluster_metadata-0
     UNKNOWN = "unknown"
 
@@ -80,6 +82,8 @@ def classify_file(name: str) -> FileName:
         return FileName(FileKind.PARTITION_METADATA)
     if name == "quorum-state" or _KRAFT_SNAPSHOT.match(name):
         return FileName(FileKind.KRAFT)
+    if _LOGTOOL_TEMP.match(name):
+        return FileName(FileKind.LOGTOOL_TEMP)
     return FileName(FileKind.UNKNOWN)
 
 

@@ -1,10 +1,11 @@
 """`logtool audit` as a Spark application, for any cluster:
 
-    spark-submit --master URL [--py-files logtool.zip] logtool/spark/job.py PATH... --output DIR [options]
+    spark-submit --master URL [--py-files logtool.zip] logtool/spark_job.py PATH... --output DIR [options]
 
 It takes exactly the arguments and options of `logtool audit` (`--master` is spark-submit's here) and exits
 with the same codes. The driver needs logtool's dependencies installed; the package itself is shipped to
-the executors by the job.
+the executors by the job. It stands beside `cli.py`, whose `main` it runs, rather than in `spark/`, which
+the commands import.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def _importable() -> None:
     here = Path(__file__).resolve().parent
     sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != here]
     if importlib.util.find_spec("logtool") is None:
-        sys.path.insert(0, str(here.parents[1]))
+        sys.path.insert(0, str(here.parent))
 
 
 if __name__ == "__main__":
