@@ -26,7 +26,7 @@ from logtool.spark.task import Settings
 # 10 + 6 x 115 partitions at 3 replicas: 2,100 partition dirs over 3 brokers. The first topic's partitions
 # span several segments, as its planted cases need (fixtures/fleet.py).
 TOPICS = [TopicSpec("orders", 10, 1500, segment_bytes=500)] + [TopicSpec(f"t{i}", 115, 1200) for i in range(6)]
-JOB = ROOT / "logtool" / "spark" / "job.py"
+JOB = ROOT / "logtool" / "spark_job.py"
 SPARK_SUBMIT = Path(sys.executable).with_name("spark-submit")
 
 
