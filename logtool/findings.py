@@ -163,6 +163,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("LT118", "SEGMENT_TOO_LARGE", E, "The segment is 2 GiB or larger; Kafka refuses to load it.", "Split the segment or move it out of the log dir."),
     Kind("LT119", "EMPTY_SEGMENT", I, "The segment holds no bytes, as right after a roll.", "Nothing to do."),
     Kind("LT120", "LEGACY_WRAPPER_UNREADABLE", E, "A compressed v0/v1 wrapper message cannot be decompressed, so its inner messages and first offset are unknown. Kafka's recovery does not notice; consumers fail on it.", "Inspect with `logtool dump --salvage`."),
+    Kind("LT121", "TAIL_BEING_WRITTEN", I, "The last segment of a partition whose broker is running ended in a batch that was still being written: the file grew or changed while logtool read it. This is a live log, not damage.", "Nothing to do. To check the tail itself, run logtool on a copy taken while the broker is stopped."),
     # -- records, checked with --deep
     Kind("LT201", "RECORDS_UNREADABLE", E, "The records of a batch cannot be decoded (decompression or record framing failed), though its checksum matches.", "Consumers fail on this batch. Inspect with `logtool dump`; the producer wrote it damaged."),
     Kind("LT202", "RECORD_COUNT_MISMATCH", E, "A batch holds a different number of records than its header says, or more than its offset range allows.", "Consumers fail on this batch. Inspect with `logtool dump`."),

@@ -71,7 +71,8 @@ def check_segments(part: Partition, deep: bool, which: range, lens: Lens | None 
         try:
             with seg:
                 rep.segments.append(check_segment(seg, active=(i == last) and not part.single_file, deep=deep,
-                                                  txns=txns, lens=lens))
+                                                  txns=txns, lens=lens,
+                                                  writer_pid=part.broker_pid if i == last else None))
         except OSError as e:
             rep.findings.append(finding("UNREADABLE", f"cannot read {seg.log_path.name}: {e.strerror or e}",
                                         seg.log_path.name))

@@ -1,6 +1,7 @@
 """Segment-level checks: one walk of a `.log` file seen through every lens that concerns it."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from logtool.findings import Finding, Sink
 from logtool.rules.transactions import TxnTracker
@@ -106,13 +107,30 @@ class _BatchRules:
         self.rep.codecs = {codec_name(c) for c in self.codec_ids}
 
 
+# How a half-written batch of a live log looks to a reader, and how long to wait before looking again.
+_WRITE_IN_PROGRESS = {"TORN_BATCH", "SHORT_TAIL", "ZERO_TAIL", "CRC_MISMATCH", "BAD_LENGTH"}
+RECHECK_SECONDS = 0.2
+
+
+def _being_written(seg: Segment, walk: WalkOutcome) -> bool:
+    """A live broker's last segment that stopped like a write in progress is looked at once more, after a
+    short wait: if the file changed since it was opened, its tail was being written, not damaged."""
+    if walk.stop.reason not in _WRITE_IN_PROGRESS:
+        return False
+    if seg.changed_since_opened():
+        return True
+    time.sleep(RECHECK_SECONDS)
+    return seg.changed_since_opened()
+
+
 def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | None = None,
-                  lens: Lens | None = None) -> SegmentReport:
+                  lens: Lens | None = None, writer_pid: int | None = None) -> SegmentReport:
     """Walk one segment once; every lens sees every batch of the valid prefix. Raises OSError if unreadable.
 
     `txns` carries open transactions from the partition's earlier segments; without it the segment is
     taken on its own (first offsets of transactions opened before it are then unknown). `lens` is one more
-    lens fed in the same walk, for callers that keep something per batch (the audit's replica rows)."""
+    lens fed in the same walk, for callers that keep something per batch (the audit's replica rows).
+    `writer_pid` is the running broker that may be appending to this segment (the partition's last)."""
     name = seg.log_path.name
     rep = SegmentReport(name, seg.base_offset, seg.size)
     sink = Sink(name)
@@ -152,7 +170,11 @@ def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | Non
     rules.finish()
     rep.valid_bytes, rep.batches = walk.valid_bytes, walk.batches
     rep.records = records if deep else None
-    if walk.stop is not None:
+    if walk.stop is not None and writer_pid is not None and _being_written(seg, walk):
+        sink.add("TAIL_BEING_WRITTEN", f"{walk.size - walk.stop.position} bytes after byte {walk.stop.position} "
+                                       f"were being written while they were read; the broker (pid {writer_pid}) holds "
+                                       f"the log dir's lock and is running", walk.stop.position)
+    elif walk.stop is not None:
         rep.first_invalid_position = walk.stop.position
         sink.findings.append(walk.stop_finding(name, active))
     for check in index_checks:

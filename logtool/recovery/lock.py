@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from logtool.recovery.errors import RepairRefused
+from logtool.store.broker import LOCK_FILE, lock_holders
 
-LOCK_FILE = ".lock"
 
 
 class LockRefused(RepairRefused):
@@ -45,31 +45,8 @@ def _open_dir(path: Path) -> int:
     return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
 
 
-def holders(path: Path) -> list[int]:
-    """The pids that /proc/locks shows holding a lock on `path` (empty where it cannot be read)."""
-    try:
-        st = os.stat(path, follow_symlinks=False)
-        with open("/proc/locks") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return []
-    want = (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
-    pids = []
-    for line in lines:
-        parts = line.split()
-        if "->" in parts:  # a waiter, not a holder
-            continue
-        try:
-            pid, dev, ino = int(parts[4]), parts[5].split(":"), int(parts[5].split(":")[2])
-            if (int(dev[0], 16), int(dev[1], 16), ino) == want and pid not in pids:
-                pids.append(pid)
-        except (IndexError, ValueError):
-            continue
-    return pids
-
-
 def _refusal(log_dir: Path) -> LockRefused:
-    pids = holders(log_dir / LOCK_FILE)
+    pids = lock_holders(log_dir / LOCK_FILE)
     who = f" (pid {', '.join(map(str, pids))})" if pids else ""
     return LockRefused(f"{log_dir}: a running broker or another process holds {LOCK_FILE}{who}; stop it first")
 

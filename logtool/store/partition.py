@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from logtool.store.broker import running_broker
 from logtool.store.layout import FileKind, FileName, PartitionName, classify_file, parse_partition_dir
 from logtool.store.segment import Segment
 
@@ -17,6 +18,7 @@ class Partition:
     segments: list[Segment]
     files: dict[str, FileName] = field(default_factory=dict)  # every file in the directory by name
     single_file: bool = False  # the user named one .log file, not the directory
+    broker_pid: int | None = None  # the process holding the log dir's lock (a running broker); None: none
 
     @property
     def topic(self) -> str | None:
@@ -34,7 +36,8 @@ class Partition:
             (Segment(path / n, f.base_offset) for n, f in files.items() if f.kind == FileKind.LOG),
             key=lambda s: s.base_offset,
         )
-        return cls(path, parse_partition_dir(path.resolve().name), segments, files)
+        return cls(path, parse_partition_dir(path.resolve().name), segments, files,
+                   broker_pid=running_broker(path.absolute().parent))
 
     @classmethod
     def from_segment_file(cls, log_path: Path) -> "Partition":
@@ -43,7 +46,8 @@ class Partition:
         files = {n: classify_file(n) for n in sorted(os.listdir(directory))
                  if n.startswith(log_path.stem + ".")}
         return cls(directory, parse_partition_dir(directory.resolve().name),
-                   [Segment(log_path, name.base_offset or 0)], files, single_file=True)
+                   [Segment(log_path, name.base_offset or 0)], files, single_file=True,
+                   broker_pid=running_broker(directory.absolute().parent))
 
     def floor_segment(self, offset: int) -> int | None:
         """Index of the segment with the greatest base offset not above `offset` (Kafka's floorSegment)."""

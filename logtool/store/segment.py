@@ -84,12 +84,14 @@ class Segment:
     base_offset: int
     _buf: object = field(default=None, repr=False)
     _size: int = 0
+    opened_mtime_ns: int = 0  # the file's mtime when it was opened: a change since means it is being written
     reading: "ReadPolicy | None" = None  # paces reads and spares the page cache (store/pacing.py); None: neither
     _pacer: "Pacer | None" = field(default=None, repr=False)
 
     def open(self) -> "Segment":
         if self._buf is None:
             self._buf, self._size = open_readonly(self.log_path)
+            self.opened_mtime_ns = os.stat(self.log_path).st_mtime_ns
             if self.reading is not None:
                 self._pacer = self.reading.open(self.log_path, self._size)
         return self
@@ -116,6 +118,14 @@ class Segment:
     def size(self) -> int:
         self.open()
         return self._size
+
+    def changed_since_opened(self) -> bool:
+        """Whether the file grew, shrank or was written since it was opened."""
+        try:
+            st = os.stat(self.log_path)
+        except OSError:
+            return True
+        return st.st_size != self._size or st.st_mtime_ns != self.opened_mtime_ns
 
     def path_with(self, suffix: str) -> Path:
         return self.log_path.with_suffix(suffix)
