@@ -177,10 +177,10 @@ def test_work_is_balanced_by_bytes():
     huge = _sized("huge-0", [100 << 20] * 10)
     small = [_sized(f"small-{i}", [4096]) for i in range(500)]
     cut = pieces(huge, task)
-    assert len(cut) == 5 and [p.target.piece for p in cut] == [(0, 2000), (2000, 4000), (4000, 6000), (6000, 8000), (8000, None)]
+    assert len(cut) == 5 and [p.piece for p in cut] == [(0, 2000), (2000, 4000), (4000, 6000), (6000, 8000), (8000, None)]
     assert [s for p in cut for s in p.segments] == list(huge.segments)
     units = split([huge, *small], task)
-    assert sorted(str(i.target.path) for u in units for i in u.items if i.target.piece is None) == \
+    assert sorted(str(i.target.path) for u in units for i in u.items if i.piece is None) == \
         sorted(str(s.target.path) for s in small)
     total = sum(weight(p) for p in cut) + sum(weight(s) for s in small)
     assert sum(u.weight for u in units) == total and len(units) == -(-total // task)

@@ -1,7 +1,6 @@
 """Run every check over the PATHs a user gives: the shared engine of `scan`, `verify` and `audit`."""
 from __future__ import annotations
 
-import bisect
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,7 +9,7 @@ from logtool.findings import Finding, Severity, finding
 from logtool.checks.checkpoints import check_partition_checkpoints
 from logtool.checks.logdir import LogDirReport, check_log_dir
 from logtool.checks.logdir_set import check_log_dir_set
-from logtool.checks.partition import PartitionReport, check_partition, check_segments, finish_partition
+from logtool.checks.partition import PartitionReport, check_partition
 from logtool.store.segment import Lens
 from logtool.checks.shutdown import check_clean_shutdown
 from logtool.store.pacing import ReadPolicy
@@ -58,12 +57,10 @@ class Report:
 
 @dataclass(slots=True, frozen=True)
 class Target:
-    """One unit of work: a partition dir, or a single segment file; for the audit also a piece of a partition
-    dir too large for one task: its segments with base offsets in [first, end) (end None: to the last)."""
+    """One unit of work: a partition dir, or a single segment file."""
 
     path: Path
     single_file: bool = False
-    piece: tuple[int, int | None] | None = None
 
 
 def plan_targets(paths: list[Path], report: Report) -> list[Target]:
@@ -90,51 +87,34 @@ def plan_targets(paths: list[Path], report: Report) -> list[Target]:
     return targets
 
 
-def _unreadable(target: Target, e: OSError) -> Finding:
+def unreadable(target: Target, e: OSError) -> Finding:
     return finding("UNREADABLE", f"{target.path}: {e.strerror or e}", str(target.path))
 
 
-def check_target(target: Target, deep: bool, reading: ReadPolicy | None = None, lens: Lens | None = None) -> PartitionReport:
-    """Check one target, reading under `reading` and feeding `lens` every batch. A piece is only walked:
-    `finish_pieces` runs the partition-level checks once over all of a partition's pieces."""
+def open_target(target: Target, reading: ReadPolicy | None = None) -> Partition | PartitionReport:
+    """The target's partition, its segments read under `reading`; or, when it cannot be listed, the report
+    that says so (named by its directory as the broker names it, so that checkpoint entries still find it)."""
     try:
         part = Partition.from_segment_file(target.path) if target.single_file else Partition.from_dir(target.path)
     except OSError as e:
-        # Named by its directory as the broker names it, so that checkpoint entries still find it.
         name = None if target.single_file else parse_partition_dir(target.path.resolve().name)
         rep = PartitionReport(str(target.path), *((name.topic, name.partition, name.kind) if name else (None, None)))
-        rep.findings.append(_unreadable(target, e))
+        rep.findings.append(unreadable(target, e))
         return rep
     for seg in part.segments:
         seg.reading = reading
+    return part
+
+
+def check_target(target: Target, deep: bool, reading: ReadPolicy | None = None, lens: Lens | None = None) -> PartitionReport:
+    """Check one target, reading under `reading` and feeding `lens` every batch."""
+    part = open_target(target, reading)
+    if isinstance(part, PartitionReport):
+        return part
     try:
-        if target.piece is None:
-            return check_partition(part, deep, lens)
-        bases = [s.base_offset for s in part.segments]
-        first, end = target.piece
-        which = range(bisect.bisect_left(bases, first), len(bases) if end is None else bisect.bisect_left(bases, end))
-        return check_segments(part, deep, which, lens)
+        return check_partition(part, deep, lens)
     finally:
         part.close()
-
-
-def finish_pieces(pieces: list[tuple[Target, PartitionReport]]) -> PartitionReport:
-    """One partition's report from the reports of its pieces: segments in order, then the partition-level
-    checks. The pieces' own findings (unreadable files) are kept once each."""
-    pieces = sorted(pieces, key=lambda piece: piece[0].piece[0])
-    target, head = pieces[0]
-    rep = PartitionReport(head.path, head.topic, head.partition, head.dir_kind)
-    for _, piece in pieces:
-        rep.segments += piece.segments
-        rep.findings += [f for f in piece.findings if f not in rep.findings]
-    try:
-        part = Partition.from_dir(target.path)
-    except OSError as e:
-        if (f := _unreadable(target, e)) not in rep.findings:
-            rep.findings.append(f)
-        return rep
-    finish_partition(part, rep)
-    return rep
 
 
 def run_checks(paths: list[Path], deep: bool, on_target: Callable[[Target], None] | None = None,

@@ -44,3 +44,17 @@ def check_log_dir_set(log_dirs: Sequence[LogDirReport]) -> None:
             if other != ld.path:
                 ld.findings.append(finding("META_PROPERTIES_MISMATCH", f"directory.id {ident.directory_id} is also "
                                            f"the directory.id of {other}", META))
+
+
+def check_log_dir_sets_by_node(log_dirs: Sequence[LogDirReport]) -> None:
+    """verify holds the log dirs it is given together as one broker's; a fleet (the audit) is many brokers,
+    so each node's log dirs are held against each other (a log dir whose node is unknown stands alone)."""
+    by_node: dict[object, list[LogDirReport]] = {}
+    for ld in log_dirs:
+        try:
+            node = meta_identity(ld.meta).node_id
+        except MetaError:
+            node = None
+        by_node.setdefault(ld.path if node is None else node, []).append(ld)
+    for group in by_node.values():
+        check_log_dir_set(group)

@@ -17,8 +17,7 @@ from pyspark.util import InheritableThread
 
 from logtool.findings import Severity
 from logtool.checks.logdir import LogDirReport
-from logtool.checks.logdir_set import check_log_dir_set
-from logtool.format.meta import MetaError, meta_identity
+from logtool.checks.logdir_set import check_log_dir_sets_by_node
 from logtool.spark.divergence import divergence
 from logtool.spark.listing import Listing, list_path
 from logtool.spark.outcome import blob, merged_rows, unit_rows
@@ -45,20 +44,6 @@ def _partition_path(c: Checked) -> str:
     return str(c.item.target.path)
 
 
-def _check_log_dir_sets(log_dirs: list[LogDirReport]) -> None:
-    """verify holds the log dirs it is given together as one broker's; a fleet is many brokers, so each
-    node's log dirs are held against each other (a log dir whose node is unknown stands alone)."""
-    by_node: dict[object, list[LogDirReport]] = {}
-    for ld in log_dirs:
-        try:
-            node = meta_identity(ld.meta).node_id
-        except MetaError:
-            node = None
-        by_node.setdefault(ld.path if node is None else node, []).append(ld)
-    for group in by_node.values():
-        check_log_dir_set(group)
-
-
 def run_audit(spark: SparkSession, audit: Audit, startup_seconds: float | None = None) -> dict:
     """Run the audit, write DIR/findings, DIR/partitions, DIR/divergence (with --replicas) and DIR/summary.json;
     return the summary."""
@@ -68,7 +53,7 @@ def run_audit(spark: SparkSession, audit: Audit, startup_seconds: float | None =
     began = time.perf_counter()
     listings = _list(sc, audit.paths, f"{group}-listing")
     log_dirs = [ld for listing in listings for ld in listing.report.log_dirs]
-    _check_log_dir_sets(log_dirs)
+    check_log_dir_sets_by_node(log_dirs)
     items = [t for listing in listings for t in listing.targets]
     task_bytes = audit.task_bytes or task_size(items, sc.defaultParallelism)
     units = split(items, task_bytes)
@@ -166,7 +151,7 @@ def _check(spark: SparkSession, units: list[Unit], settings: Settings, dirs: Bro
     sc = spark.sparkContext
     checked = spark.createDataFrame(
         sc.parallelize(units, max(1, len(units))).flatMap(partial(unit_rows, settings, dirs)), TAGGED).cache()
-    if not any(item.target.piece is not None for unit in units for item in unit.items):
+    if not any(item.piece is not None for unit in units for item in unit.items):
         return [checked]
     joined = (_kind(checked, PIECE).select("blob").rdd.map(blob).keyBy(_partition_path).groupByKey().values()
               .mapPartitions(partial(merged_rows, dirs)))

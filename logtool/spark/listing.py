@@ -8,19 +8,22 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from logtool.checks.engine import Report, Target, plan_targets
+from logtool.spark.pieces import Piece
 from logtool.store.layout import FileKind, classify_file
 
 
 @dataclass(slots=True, frozen=True)
 class Sized:
-    """A target, the log dir it belongs to, and its segments as (base offset, bytes) in offset order."""
+    """A target, the log dir it belongs to, its segments as (base offset, bytes) in offset order, and the
+    piece of it a task walks when the partition was split (spark/pieces.py)."""
 
     target: Target
     log_dir: str
     segments: tuple[tuple[int, int], ...] = ()
+    piece: Piece | None = None  # a partition too large for one task: the base offsets this item walks
 
-    def piece(self, first: int, end: int | None, segments: tuple[tuple[int, int], ...]) -> "Sized":
-        return replace(self, target=replace(self.target, piece=(first, end)), segments=segments)
+    def cut(self, first: int, end: int | None, segments: tuple[tuple[int, int], ...]) -> "Sized":
+        return replace(self, piece=(first, end), segments=segments)
 
 
 @dataclass(slots=True)

@@ -26,7 +26,7 @@ def unit_rows(settings: Settings, log_dirs: LogDirs, unit: Unit) -> Iterator[tup
     """The tagged rows (schema `rows.TAGGED`) of one unit's partitions; a piece's outcome as it is."""
     tally = Tally()
     for c in check_unit(settings, unit):
-        if c.item.target.piece is None:
+        if c.item.piece is None:
             yield from _rows(log_dirs.value, c, tally)
         else:
             yield (PIECE, None, None, None, pickle.dumps(c, pickle.HIGHEST_PROTOCOL))

@@ -61,7 +61,7 @@ def pieces(item: Sized, task_bytes: int) -> list[Sized]:
         return [item]
     starts = [0] + [run[0][0] for run in runs[1:]]
     ends: list[int | None] = starts[1:] + [None]
-    return [item.piece(first, end, tuple(run)) for first, end, run in zip(starts, ends, runs)]
+    return [item.cut(first, end, tuple(run)) for first, end, run in zip(starts, ends, runs)]
 
 
 def split(items: Sequence[Sized], task_bytes: int) -> list[Unit]:

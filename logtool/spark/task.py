@@ -8,7 +8,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from logtool.checks.partition import PartitionReport
-from logtool.checks.engine import check_target, finish_pieces
+from logtool.checks.engine import check_target
+from logtool.spark.pieces import check_piece, finish_pieces
 from logtool.format.batch import BatchView
 from logtool.spark.listing import Sized
 from logtool.spark.split import Unit
@@ -57,15 +58,18 @@ def check_unit(settings: Settings, unit: Unit) -> Iterator[Checked]:
     for item in unit.items:
         lens = BatchKeys() if settings.replicas else None
         start = time.perf_counter()
-        report = check_target(item.target, settings.deep, reading, lens)
+        if item.piece is None:
+            report = check_target(item.target, settings.deep, reading, lens)
+        else:
+            report = check_piece(item.target, item.piece, settings.deep, reading, lens)
         yield Checked(item, host, report, time.perf_counter() - start, lens.keys if lens else [])
 
 
 def merge(pieces: Iterable[Checked]) -> Checked:
     """The pieces of one split partition as one outcome, with the partition-level checks run once."""
-    ordered = sorted(pieces, key=lambda c: c.item.target.piece[0])
+    ordered = sorted(pieces, key=lambda c: c.item.piece[0])
     head = ordered[0].item
-    whole = replace(head, target=replace(head.target, piece=None), segments=tuple(s for c in ordered for s in c.item.segments))
-    report = finish_pieces([(c.item.target, c.report) for c in ordered])
+    whole = replace(head, piece=None, segments=tuple(s for c in ordered for s in c.item.segments))
+    report = finish_pieces(head.target, [c.report for c in ordered])
     hosts = ",".join(sorted({c.host for c in ordered}))
     return Checked(whole, hosts, report, sum(c.seconds for c in ordered), [k for c in ordered for k in c.batches])
