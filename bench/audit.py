@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from bench.run import DATA, REPEAT, write_results
+from logtool.checks.engine import run_checks
 from fixtures.fleet import TopicSpec, write_fleet
 from logtool.spark.driver import Audit, run_audit
 from logtool.spark.session import start
@@ -78,7 +79,7 @@ def main() -> int:
     log_dirs = fleet()
     size = warm(log_dirs)
     out = DATA / "audit-out"
-    t_engine, _ = best_warm(log_dirs, run, log_dirs, False)
+    t_engine, _ = best_warm(log_dirs, run_checks, log_dirs, False)
 
     began = time.perf_counter()
     spark, _ = start(MASTER, {"spark.ui.enabled": "false"})

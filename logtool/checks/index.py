@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from logtool.findings import Finding, Sink
+from logtool.findings import Sink
 from logtool.rules.transactions import UNKNOWN_OFFSET, TxnTracker
 from logtool.format.batch import BatchView
 from logtool.format.index import (OFFSET_ENTRY, TIME_ENTRY, AbortedTxn, aborted_txns, offset_index_sanity,

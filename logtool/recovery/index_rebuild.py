@@ -113,7 +113,7 @@ def rebuild(plans: list[IndexPlan], quarantine: Path, command: str) -> tuple[Pat
 
 def apply_index_plan(index_plan: IndexPlan, session: Session) -> int:
     """Write every changed file (old bytes to the quarantine first); returns how many were written."""
-    run, pdir = session.run, session.partition_dir(index_plan.partition)
+    pdir = session.partition_dir(index_plan.partition)
     log_dir = log_dir_of(index_plan.partition)
     pending = index_plan.pending
     for change in pending:

@@ -259,6 +259,21 @@ def _plan_piece_indexes(seg: Segment, r: Run, plan: PartitionPlan, interval: int
                                new_contents=contents))
 
 
+def _batches_from(part: Partition, file: str, position: int, counts: list[int]) -> tuple[tuple[int, int] | None, int]:
+    """The offsets and records of the valid batches at and after `position` (a --strict cut inside the
+    valid prefix)."""
+    seg = next(s for s in part.segments if s.log_path.name == file)
+    first = last = None
+    records = 0
+    with seg:
+        for i, v in enumerate(seg.walk()):
+            if v.position >= position:
+                first = (v.base_offset if v.base_offset is not None else v.last_offset) if first is None else first
+                last = v.last_offset
+                records += counts[i] if i < len(counts) else 0
+    return ((first, last) if first is not None else None), records
+
+
 def _log_end(segs, kept: dict[str, int], cuts, part: Partition, pieces) -> int | None:
     """The log end offset once the plan is carried out: after the last batch that stays."""
     if pieces and pieces[-1][0] is part.segments[-1]:

@@ -47,7 +47,7 @@ class PartitionDir:
         self.path = path
         try:
             self.fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-        except OSError as e:
+        except OSError:
             if os.path.islink(path):
                 raise WriteRefused(f"{path} is a symlink; repair it where it points, by that path") from None
             raise

@@ -16,7 +16,6 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.util import InheritableThread
 
 from logtool.findings import Severity
-from logtool.checks.logdir import LogDirReport
 from logtool.checks.logdir_set import check_log_dir_sets_by_node
 from logtool.spark.divergence import divergence
 from logtool.spark.listing import Listing, list_path
