@@ -55,7 +55,7 @@ def render_plan(plan: RepairPlan, applied: bool) -> None:
         _partition(out, p, applied)
     pending = plan.pending
     removed = sum(a.bytes_removed for p in pending for a in p.changes)
-    dropped = sum(p.valid_records_dropped for p in pending)
+    dropped = sum(p.records_removed for p in pending)
     if not pending:
         out.print(f"{len(plan.partitions)} partition(s): nothing to repair")
     elif applied:
