@@ -9,7 +9,7 @@ from pathlib import Path
 from logtool.rules.expected_index import ExpectedIndexes
 from logtool.rules.transactions import TxnTracker
 from logtool.checks.engine import Report, plan_targets
-from logtool.recovery.session import Session, log_dir_of, new_session
+from logtool.recovery.session import Session, new_session
 from logtool.store.partition import Partition
 from logtool.store.segment import WalkOutcome
 
@@ -114,24 +114,23 @@ def rebuild(plans: list[IndexPlan], quarantine: Path, command: str) -> tuple[Pat
 def apply_index_plan(index_plan: IndexPlan, session: Session) -> int:
     """Write every changed file (old bytes to the quarantine first); returns how many were written."""
     pdir = session.partition_dir(index_plan.partition)
-    log_dir = log_dir_of(index_plan.partition)
     pending = index_plan.pending
     for change in pending:
-        replace_in_run(session, pdir, log_dir, change.path.name, change.new)
+        replace_in_run(session, pdir, change.path.name, change.new)
     return len(pending)
 
 
-def replace_in_run(session: Session, pdir, log_dir: Path, name: str, data: bytes) -> None:
+def replace_in_run(session: Session, pdir, name: str, data: bytes) -> None:
     """Replace (or create) one file of a partition dir through the session's quarantine run. A new file
     takes the owner, group and mode of its segment's .log."""
     run = session.run
     old = pdir.meta(name)
     if old is None:
         like = pdir.meta_for_new(Path(name).stem + ".log")
-        entry = run.record_created(pdir, log_dir, name)
+        entry = run.record_created(pdir, name)
     else:
         like = old
-        entry = run.keep_whole(pdir, log_dir, name, "replaced")
+        entry = run.keep_whole(pdir, name, "replaced")
     session.step_done()
     pdir.replace(name, data, like)
     run.set_after(entry, hashlib.sha256(data).hexdigest())

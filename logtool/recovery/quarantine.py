@@ -96,10 +96,10 @@ class Run:
         fd = os.open(self.path / rel, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         return rel, fd
 
-    def keep_whole(self, pdir: PartitionDir, log_dir: Path, name: str, action: str) -> Entry:
+    def keep_whole(self, pdir: PartitionDir, name: str, action: str) -> Entry:
         """Copy a whole file into the run (fsynced) before the repair replaces or removes it."""
         meta = pdir.meta(name)
-        rel, out = self._new_file(pdir.path.name, name)
+        rel, out = self._new_file(pdir.partition or "root", name)
         digest = hashlib.sha256()
         try:
             for chunk in pdir.chunks(name):
@@ -108,14 +108,14 @@ class Run:
             os.fsync(out)
         finally:
             os.close(out)
-        return self._add(Entry(str(log_dir), pdir.path.name, name, action, rel, meta.size, digest.hexdigest(),
+        return self._add(Entry(str(pdir.log_dir), pdir.partition, name, action, rel, meta.size, digest.hexdigest(),
                                meta.uid, meta.gid, meta.mode, meta.mtime_ns))
 
-    def keep_tail(self, pdir: PartitionDir, log_dir: Path, name: str, keep: int) -> Entry:
+    def keep_tail(self, pdir: PartitionDir, name: str, keep: int) -> Entry:
         """Copy the bytes of a file from `keep` on into the run (fsynced) before the file is cut there. The
         bytes that stay are only read, for the sha256 of the original and of what the cut leaves."""
         meta = pdir.meta(name)
-        rel, out = self._new_file(pdir.path.name, name, ".tail")
+        rel, out = self._new_file(pdir.partition or "root", name, ".tail")
         digest = hashlib.sha256()
         after = None  # the digest of the bytes that stay, once the walk passed them
         try:
@@ -138,13 +138,13 @@ class Run:
             os.fsync(out)
         finally:
             os.close(out)
-        return self._add(Entry(str(log_dir), pdir.path.name, name, "truncated", rel, meta.size, digest.hexdigest(),
+        return self._add(Entry(str(pdir.log_dir), pdir.partition, name, "truncated", rel, meta.size, digest.hexdigest(),
                                meta.uid, meta.gid, meta.mode, meta.mtime_ns, truncated_to=keep,
                                after_sha256=after.hexdigest()))
 
-    def record_created(self, pdir: PartitionDir, log_dir: Path, name: str) -> Entry:
+    def record_created(self, pdir: PartitionDir, name: str) -> Entry:
         """Record a file the repair is about to create, so that restore removes it."""
-        return self._add(Entry(str(log_dir), pdir.path.name, name, "created", None, 0, None))
+        return self._add(Entry(str(pdir.log_dir), pdir.partition, name, "created", None, 0, None))
 
     def set_after(self, entry: Entry, sha256: str | None) -> None:
         entry.after_sha256 = sha256
@@ -155,9 +155,10 @@ class Run:
         self.save()
         return entry
 
-    def find(self, partition_dir: Path, name: str) -> Entry | None:
+    def find(self, pdir: PartitionDir, name: str) -> Entry | None:
         """The first entry of this file: it holds the file as it was before the run."""
-        return next((e for e in self.entries if e.partition_dir == partition_dir and e.name == name), None)
+        place = (str(pdir.log_dir), pdir.partition, name)
+        return next((e for e in self.entries if (e.log_dir, e.partition, e.name) == place), None)
 
     def save(self) -> None:
         doc = {"tool": "logtool", "version": __version__, "created": self.created, "command": self.command,

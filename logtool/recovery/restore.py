@@ -37,11 +37,15 @@ def restore(run_dir: Path, force: bool = False) -> Restored:
         for e in reversed(run.entries):  # newest first: the oldest copy of a file is put back last
             _put_back(session, run, e)
         for e in _first_entries(run):
-            pdir = session.partition_dir(e.partition_dir)
+            pdir = _dir_of(session, e)
             if e.action != "created" and pdir.sha256(e.name) != e.sha256:
                 raise QuarantineError(f"{e.original} does not match its recorded sha256 after the restore")
         mark_restored(run)
     return Restored(run, run.entries)
+
+
+def _dir_of(session: Session, e: Entry) -> PartitionDir:
+    return session.log_dir_root(Path(e.log_dir)) if e.partition == "" else session.partition_dir(e.partition_dir)
 
 
 def _first_entries(run: Run) -> list[Entry]:
@@ -60,7 +64,7 @@ def _check_kept_bytes(session: Session, run: Run) -> None:
             continue
         digest = hashlib.sha256()
         if e.action == "truncated":
-            pdir = session.partition_dir(e.partition_dir)
+            pdir = _dir_of(session, e)
             if (pdir.meta(e.name) or FileMeta(-1, 0, 0, 0, 0)).size < e.truncated_to:
                 raise QuarantineError(f"{e.original} is shorter than the repair left it; its cut tail cannot be appended")
             for chunk in pdir.chunks(e.name, 0, e.truncated_to):
@@ -78,7 +82,7 @@ def _check_kept_bytes(session: Session, run: Run) -> None:
 def _as_repair_left(session: Session, run: Run, first: Entry) -> bool:
     """Whether the file is now what the run's last change to it left."""
     last = [e for e in run.entries if (e.log_dir, e.partition, e.name) == (first.log_dir, first.partition, first.name)][-1]
-    pdir = session.partition_dir(first.partition_dir)
+    pdir = _dir_of(session, first)
     meta = pdir.meta(first.name)
     if meta is None:
         return last.action == "removed" or first.action == "created"
@@ -88,7 +92,7 @@ def _as_repair_left(session: Session, run: Run, first: Entry) -> bool:
 
 
 def _put_back(session: Session, run: Run, e: Entry) -> None:
-    pdir: PartitionDir = session.partition_dir(e.partition_dir)
+    pdir: PartitionDir = _dir_of(session, e)
     if e.action == "created":
         if pdir.meta(e.name) is not None:
             pdir.unlink(e.name)

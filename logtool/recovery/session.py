@@ -45,9 +45,18 @@ class Session:
         self._locks.release()
 
     def partition_dir(self, path: Path) -> PartitionDir:
-        if path not in self._dirs:
-            self._dirs[path] = PartitionDir(path)
-        return self._dirs[path]
+        """A partition dir, opened once for the session."""
+        return self._open(path, log_dir_of(path), path.name)
+
+    def log_dir_root(self, log_dir: Path) -> PartitionDir:
+        """A log dir itself, for its root files (the offset checkpoints)."""
+        return self._open(log_dir, log_dir.absolute(), "")
+
+    def _open(self, path: Path, log_dir: Path, partition: str) -> PartitionDir:
+        key = (str(log_dir), partition)
+        if key not in self._dirs:
+            self._dirs[key] = PartitionDir(path, log_dir, partition)
+        return self._dirs[key]
 
     def step_done(self) -> None:
         """Called after every durable step; the test hook stops the process here."""

@@ -48,6 +48,9 @@ def steps_of(plan: RepairPlan) -> list[dict]:
             else:  # rebuilt indexes, a rewritten leader-epoch-checkpoint
                 steps += [{"op": "replace", "dir": str(p.partition), "name": n,
                            "data": base64.b64encode(data).decode()} for n, data in a.new_contents.items()]
+    for log_dir, a in plan.log_dir_actions:  # the log dirs' checkpoints, once every partition is repaired
+        steps += [{"op": "replace", "dir": str(log_dir), "root": True, "name": n,
+                   "data": base64.b64encode(data).decode()} for n, data in a.new_contents.items()]
     return steps
 
 
@@ -84,7 +87,7 @@ def resume(run_dir: Path) -> Applied:
     """Finish an interrupted run from its journal, under the same locks."""
     doc = json.loads((run_dir / JOURNAL).read_text())
     steps = doc["steps"]
-    log_dirs = sorted({log_dir_of(Path(s["dir"])) for s in steps})
+    log_dirs = sorted({Path(s["dir"]).absolute() if s.get("root") else log_dir_of(Path(s["dir"])) for s in steps})
     with Session(log_dirs, lambda: load(run_dir)) as session:
         _carry_out(session, steps, doc["next"])
     return Applied(run_dir, len(steps), True)
@@ -101,20 +104,21 @@ def _step(session: Session, step: dict) -> None:
     """One step, safe to run again from any point it may have stopped at."""
     run: Run = session.run
     directory = Path(step["dir"])
-    pdir, log_dir, name = session.partition_dir(directory), log_dir_of(directory), step["name"]
-    entry = run.find(directory.absolute(), name)
+    pdir = session.log_dir_root(directory) if step.get("root") else session.partition_dir(directory)
+    name = step["name"]
+    entry = run.find(pdir, name)
     if step["op"] == "cut":
         if entry is None:
-            run.keep_tail(pdir, log_dir, name, step["size"])
+            run.keep_tail(pdir, name, step["size"])
             session.step_done()
         meta = pdir.meta(name)
         if meta is not None and meta.size > step["size"]:
             pdir.truncate(name, step["size"])
     elif step["op"] == "extract":
-        _extract(session, step, pdir, log_dir, entry)
+        _extract(session, step, pdir, entry)
     elif step["op"] == "remove":
         if entry is None and pdir.meta(name) is not None:
-            run.keep_whole(pdir, log_dir, name, "removed")
+            run.keep_whole(pdir, name, "removed")
             session.step_done()
         if pdir.meta(name) is not None:
             pdir.unlink(name)
@@ -123,7 +127,7 @@ def _step(session: Session, step: dict) -> None:
         digest = hashlib.sha256(data).hexdigest()
         old = pdir.meta(name)
         if entry is None:
-            entry = run.keep_whole(pdir, log_dir, name, "replaced") if old else run.record_created(pdir, log_dir, name)
+            entry = run.keep_whole(pdir, name, "replaced") if old else run.record_created(pdir, name)
             session.step_done()
         if old is None or pdir.sha256(name) != digest:
             like = old if old is not None else pdir.meta_for_new(Path(name).stem + ".log")
@@ -132,17 +136,17 @@ def _step(session: Session, step: dict) -> None:
             run.set_after(entry, digest)
 
 
-def _extract(session: Session, step: dict, pdir, log_dir: Path, entry) -> None:
+def _extract(session: Session, step: dict, pdir, entry) -> None:
     """Create a segment from a stretch of a file's cut tail, which the quarantine holds."""
     run, name = session.run, step["name"]
-    source = run.find(Path(step["dir"]).absolute(), step["source"])
+    source = run.find(pdir, step["source"])
     lo, hi = step["start"] - source.truncated_to, step["end"] - source.truncated_to
     digest = hashlib.sha256()
     for chunk in stored_chunks(run, source, lo, hi):
         digest.update(chunk)
     digest = digest.hexdigest()
     if entry is None:
-        entry = run.record_created(pdir, log_dir, name)
+        entry = run.record_created(pdir, name)
         session.step_done()
     if pdir.meta(name) is None or pdir.sha256(name) != digest:
         pdir.replace(name, stored_chunks(run, source, lo, hi), pdir.meta_for_new(step["source"]))

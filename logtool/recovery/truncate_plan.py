@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from logtool.checks.engine import Report, plan_targets
+from logtool.checks.logdir import LogDirReport, check_log_dir
 from logtool.checks.partition import PartitionReport, check_partition
 from logtool.findings import Finding, Fix
 from logtool.format.batch import BatchView
@@ -18,7 +19,7 @@ from logtool.reads.salvage import next_batch
 from logtool.recovery.index_rebuild import plan_index_rebuild
 from logtool.rules.expected_index import ExpectedIndexes
 from logtool.rules.transactions import TxnTracker
-from logtool.store.layout import FileKind
+from logtool.store.layout import FileKind, PathKind, kind_of, parse_partition_dir
 from logtool.store.partition import Partition
 from logtool.store.segment import Segment, WalkOutcome
 
@@ -96,6 +97,7 @@ class RepairPlan:
     partitions: list[PartitionPlan] = field(default_factory=list)
     strict: bool = False
     problems: list[str] = field(default_factory=list)  # paths that could not be planned
+    log_dir_actions: list[tuple[Path, Action]] = field(default_factory=list)  # checkpoint entries corrected
 
     @property
     def pending(self) -> list[PartitionPlan]:
@@ -103,6 +105,7 @@ class RepairPlan:
 
     def to_dict(self) -> dict:
         return {"strict": self.strict, "partitions": [p.to_dict() for p in self.partitions],
+                "log_dirs": [dict(a.to_dict(), log_dir=str(d)) for d, a in self.log_dir_actions],
                 "problems": self.problems,
                 "records_removed": sum(p.records_removed for p in self.partitions)}
 
@@ -350,4 +353,67 @@ def plan_repair(paths: list[Path], strict: bool, interval: int, excise: bool = F
         except OSError as e:
             result.problems.append(f"{t.path}: {e.strerror or e}")
     result.problems[:0] = [f.message for f in report.findings]
+    _plan_checkpoints(result, {Path(ld.path).absolute(): ld for ld in report.log_dirs})
     return result
+
+
+# Kafka corrects these on load when they lie past the log end (the recovery point is lowered to it, the high
+# watermark capped at it), so the repair writes what the broker would; the others it only reports.
+_CORRECTED_AT_LOAD = ("recovery-point-offset-checkpoint", "replication-offset-checkpoint")
+_REPORTED_PAST_END = {
+    "log-start-offset-checkpoint": "at load the broker deletes every segment of this partition ('logEndOffset is "
+                                   "smaller than logStartOffset'): do not start it before this entry is fixed by hand",
+    "cleaner-offset-checkpoint": "the cleaner resets to the log start and compacts the whole log again",
+}
+
+
+def _plan_checkpoints(result: RepairPlan, log_dirs: dict[Path, LogDirReport]) -> None:
+    """Offset checkpoint entries of the repaired partitions that lie past their new log end."""
+    by_dir: dict[Path, list[PartitionPlan]] = {}
+    for p in result.pending:
+        by_dir.setdefault(p.partition.absolute().parent, []).append(p)
+    for log_dir, plans in by_dir.items():
+        ld = log_dirs.get(log_dir)
+        if ld is None:
+            try:
+                if kind_of(log_dir) is not PathKind.LOG_DIR:
+                    continue
+                ld = check_log_dir(log_dir)
+            except OSError:
+                continue
+        for file, entries in ld.offsets.items():
+            lowered: dict[tuple[str, int], int] = {}
+            for p in plans:
+                name = parse_partition_dir(p.partition.name)
+                key = (name.topic, name.partition) if name else None
+                offset = entries.get(key)
+                if offset is None or p.log_end_after is None or offset <= p.log_end_after:
+                    continue
+                if file in _CORRECTED_AT_LOAD:
+                    lowered[key] = p.log_end_after
+                    p.notes.append(f"{file}: {offset} lies past the new log end {p.log_end_after}; lowered to it, "
+                                   f"as the broker would at load")
+                    if file == "replication-offset-checkpoint":
+                        p.notes.append(f"offsets {p.log_end_after}..{offset - 1} were committed (below the high "
+                                       f"watermark) and this replica no longer holds them: let it re-fetch them from "
+                                       f"an in-sync replica, and do not let it become leader first")
+                elif file in _REPORTED_PAST_END:
+                    p.notes.append(f"{file}: {offset} lies past the new log end {p.log_end_after}; "
+                                   f"{_REPORTED_PAST_END[file]}")
+            if lowered:
+                text = _rewritten_checkpoint((log_dir / file).read_text(), lowered)
+                result.log_dir_actions.append((log_dir, Action(
+                    "trim checkpoint entry", [file],
+                    detail=", ".join(f"{t}-{n} -> {o}" for (t, n), o in sorted(lowered.items())),
+                    new_contents={file: text.encode()})))
+
+
+def _rewritten_checkpoint(text: str, lowered: dict[tuple[str, int], int]) -> str:
+    """The checkpoint with the entries of `lowered` set to new offsets, every other line as it was."""
+    out = []
+    for line in text.splitlines(keepends=True):
+        parts = line.split()
+        if len(parts) == 3 and parts[1].lstrip("-").isdigit() and (parts[0], int(parts[1])) in lowered:
+            line = f"{parts[0]} {parts[1]} {lowered[(parts[0], int(parts[1]))]}\n"
+        out.append(line)
+    return "".join(out)

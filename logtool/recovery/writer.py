@@ -41,10 +41,12 @@ class FileMeta:
 
 
 class PartitionDir:
-    """A partition directory held open by fd for the length of a repair."""
+    """A directory of a log dir held open by fd for the length of a repair: a partition dir, or the log dir
+    itself for its root files (then `partition` is ""). `log_dir` and `partition` are the names the
+    manifest records, as the user gave them (a symlink is not resolved)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, path: Path, log_dir: Path, partition: str) -> None:
+        self.path, self.log_dir, self.partition = path, log_dir, partition
         try:
             self.fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
         except OSError:

@@ -53,6 +53,8 @@ def render_plan(plan: RepairPlan, applied: bool) -> None:
     out = console()
     for p in plan.partitions:
         _partition(out, p, applied)
+    for log_dir, a in plan.log_dir_actions:
+        out.print(f"[bold]{escape(str(log_dir))}[/]: [yellow]{a.action}[/] {escape(a.files[0])}: {escape(a.detail)}")
     pending = plan.pending
     removed = sum(a.bytes_removed for p in pending for a in p.changes)
     dropped = sum(p.records_removed for p in pending)
