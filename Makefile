@@ -22,6 +22,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench.run
 	$(BIN)/python -m bench.index
+	$(BIN)/python -m bench.truncate
 	$(BIN)/python -m bench.dump
 	$(BIN)/python -m bench.audit
 
