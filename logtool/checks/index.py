@@ -5,33 +5,31 @@ position (offset), so one merge pass checks every entry in O(1) memory.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 from logtool.findings import Sink
 from logtool.rules.transactions import UNKNOWN_OFFSET, TxnTracker
 from logtool.format.batch import BatchView
 from logtool.format.index import (OFFSET_ENTRY, TIME_ENTRY, AbortedTxn, aborted_txns, offset_index_sanity,
                                   time_index_sanity, zero_tail_start)
-from logtool.store.segment import WalkOutcome, open_readonly
+from logtool.store.segment import WalkOutcome
+from logtool.store.sidefile import SideFile
 
 def _entries(n: int) -> str:
     return f"{n} entry" if n == 1 else f"{n} entries"
 
 
-def _load(path: Path, entry_size: int, base: int, active: bool, rep: Sink) -> tuple[memoryview, int] | None:
+def _load(side: SideFile, entry_size: int, base: int, active: bool, rep: Sink) -> tuple[memoryview, int] | None:
     """The index bytes and the number of meaningful entries (a preallocated zero tail excluded)."""
-    try:
-        buf, size = open_readonly(path)
-    except OSError as e:
-        rep.add("UNREADABLE", f"cannot read {path.name}: {e.strerror or e}")
+    if side.data is None:
+        rep.add("UNREADABLE", f"cannot read {side.name}: {side.error}")
         return None
-    data = memoryview(buf)
+    data = memoryview(side.data)
+    size = len(data)
     entries = size // entry_size
     zero_at = zero_tail_start(data, entry_size)
     if zero_at is not None:
         entries = zero_at
         rep.add("INDEX_PREALLOCATED" if active else "INDEX_PREALLOCATED_CLOSED",
-                f"{path.name}: {size // entry_size - zero_at} preallocated zero slots after {zero_at} entries")
+                f"{side.name}: {size // entry_size - zero_at} preallocated zero slots after {zero_at} entries")
     return data, entries
 
 
@@ -40,20 +38,20 @@ class OffsetIndexCheck:
     P ending below O; that is what Kafka's lookup needs to land on the right batch. An entry's O may exceed
     the last offset of the batch at P (follower and cleaner appends index whole chunks)."""
 
-    def __init__(self, path: Path, base: int, active: bool, sink: Sink) -> None:
+    def __init__(self, side: SideFile, base: int, active: bool, sink: Sink) -> None:
         self.base = base
-        self.rep = sink.for_file(path.name)
+        self.rep = sink.for_file(side.name)
         self.entries = iter(())
         self.prev: tuple[int, int] | None = None
         self.next: tuple[int, int] | None = None
         self.prev_batch_last: int | None = None
-        loaded = _load(path, OFFSET_ENTRY.size, base, active, self.rep)
+        loaded = _load(side, OFFSET_ENTRY.size, base, active, self.rep)
         if loaded is None:
             return
         data, n = loaded
         problem = offset_index_sanity(data, base)
         if problem:
-            self.rep.add("INDEX_CORRUPT", f"{path.name} {problem}")
+            self.rep.add("INDEX_CORRUPT", f"{side.name} {problem}")
         self.entries = OFFSET_ENTRY.iter_unpack(data[: n * OFFSET_ENTRY.size])
         self._advance()
 
@@ -107,20 +105,20 @@ class TimeIndexCheck:
     last offset, older brokers the offset of the record holding the max timestamp), and T is the largest
     batch max timestamp up to and including that batch. Timestamps strictly increase; offsets never decrease."""
 
-    def __init__(self, path: Path, base: int, active: bool, sink: Sink) -> None:
-        self.rep = sink.for_file(path.name)
+    def __init__(self, side: SideFile, base: int, active: bool, sink: Sink) -> None:
+        self.rep = sink.for_file(side.name)
         self.base = base
         self.entries = iter(())
         self.next: tuple[int, int] | None = None
         self.prev: tuple[int, int] | None = None
         self.max_ts = -1
-        loaded = _load(path, TIME_ENTRY.size, base, active, self.rep)
+        loaded = _load(side, TIME_ENTRY.size, base, active, self.rep)
         if loaded is None:
             return
         data, n = loaded
         problem = time_index_sanity(data, base)
         if problem and not (active and zero_tail_start(data, TIME_ENTRY.size) is not None):
-            self.rep.add("TIMEINDEX_CORRUPT", f"{path.name} {problem}")
+            self.rep.add("TIMEINDEX_CORRUPT", f"{side.name} {problem}")
         self.entries = TIME_ENTRY.iter_unpack(data[: n * TIME_ENTRY.size])
         self._advance()
 
@@ -165,9 +163,9 @@ class TxnIndexCheck:
     offsets depend on transactions opened earlier; they are compared only where the partition's history on
     disk makes them knowable. The file is read once, at the end of the walk."""
 
-    def __init__(self, path: Path, base: int, buf, txns: TxnTracker, sink: Sink) -> None:
+    def __init__(self, side: SideFile, base: int, buf, txns: TxnTracker, sink: Sink) -> None:
         self.sink = sink
-        self.path, self.base, self.buf, self.txns = path, base, buf, txns
+        self.side, self.base, self.buf, self.txns = side, base, buf, txns
         self.expected: list[AbortedTxn] = []
 
     def feed(self, view: BatchView) -> None:
@@ -176,15 +174,13 @@ class TxnIndexCheck:
             self.expected.append(aborted)
 
     def finish(self, walk: WalkOutcome, last_offset: int | None) -> None:
-        rep = self.sink.for_file(self.path.name)
+        rep = self.sink.for_file(self.side.name)
         on_disk: list[AbortedTxn] = []
-        if self.path.exists():
-            try:
-                buf, _size = open_readonly(self.path)
-                on_disk = list(aborted_txns(buf))
-            except OSError as e:
-                rep.add("UNREADABLE", f"cannot read {self.path.name}: {e.strerror or e}")
-                return
+        if self.side.error is not None:
+            rep.add("UNREADABLE", f"cannot read {self.side.name}: {self.side.error}")
+            return
+        if self.side.data is not None:
+            on_disk = list(aborted_txns(self.side.data))
             for txn in on_disk:
                 if txn.version > 0:
                     rep.add("TXNINDEX_CORRUPT", f"unexpected aborted transaction version {txn.version}", None,
@@ -194,13 +190,13 @@ class TxnIndexCheck:
                                                 f"{txn.last_offset}, below the segment base {self.base}", None,
                             txn.last_offset)
         elif not self.expected:
-            return []
+            return
         found = {(t.producer_id, t.last_offset): t for t in on_disk}
         for want in self.expected:
             got = found.pop((want.producer_id, want.last_offset), None)
             if got is None:
                 rep.add("TXNINDEX_MISMATCH", f"the abort of producer {want.producer_id} at offset {want.last_offset} "
-                                             f"is not listed" + ("" if self.path.exists() else f" ({self.path.name} is missing)"),
+                                             f"is not listed" + ("" if self.side.exists else f" ({self.side.name} is missing)"),
                         None, want.last_offset)
             elif want.first_offset != UNKNOWN_OFFSET and got.first_offset != want.first_offset:
                 rep.add("TXNINDEX_MISMATCH", f"the aborted transaction of producer {want.producer_id} ending at "

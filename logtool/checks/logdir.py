@@ -1,12 +1,13 @@
 """Log-dir checks: meta.properties, offset checkpoints, and children that are not partitions."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from logtool.findings import Finding, finding
 from logtool.format.meta import NODE_ID_FIELD, MetaError, meta_identity, offset_checkpoint, properties
+from logtool.store.logdir import LogDir
+from logtool.store.sidefile import SideFile
 from logtool.store.layout import (CLUSTER_METADATA, IGNORED_LOG_DIR_CHILDREN, LOG_DIR_FILES, OFFSET_CHECKPOINTS,
                                   parse_partition_dir)
 
@@ -31,17 +32,14 @@ class LogDirReport:
 def check_log_dir(path: Path) -> LogDirReport:
     """Inspect the log-dir root and list its partition dirs. Raises OSError when it cannot be listed."""
     rep = LogDirReport(str(path))
-    names = sorted(os.listdir(path))
+    log_dir = LogDir.from_path(path)
+    names = log_dir.names
     present: set[tuple[str, int]] = set()  # the partitions that have a directory here
     for name in names:
         child = path / name
-        if child.is_symlink():
-            try:
-                target = os.readlink(child)
-            except OSError as e:
-                target = f"(unreadable link: {e.strerror or e})"
-            rep.findings.append(finding("SYMLINK", f"{name} is a symlink to {target}", name))
-        if child.is_dir():
+        if name in log_dir.symlinks:
+            rep.findings.append(finding("SYMLINK", f"{name} is a symlink to {log_dir.symlinks[name]}", name))
+        if name in log_dir.dirs:
             if name in IGNORED_LOG_DIR_CHILDREN:
                 continue
             if (parsed := parse_partition_dir(name)) is not None or name == CLUSTER_METADATA:
@@ -52,9 +50,9 @@ def check_log_dir(path: Path) -> LogDirReport:
                 rep.findings.append(finding("NOT_KAFKA", f"directory {name!r} in the log dir is not a partition "
                                             f"directory; the broker refuses to start with it there", name))
         elif name == "meta.properties":
-            _check_meta(child, rep)
+            _check_meta(log_dir.side(name), rep)
         elif name in OFFSET_CHECKPOINTS:
-            _check_checkpoint(child, rep)
+            _check_checkpoint(log_dir.side(name), rep)
         elif name == ".kafka_cleanshutdown":
             rep.clean_shutdown_marker = True  # empty before Kafka 3.7, JSON since: only its presence matters
         elif name.endswith(".tmp") and name[:-4] in LOG_DIR_FILES:
@@ -71,28 +69,28 @@ def check_log_dir(path: Path) -> LogDirReport:
     return rep
 
 
-def _read(path: Path, rep: LogDirReport) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        rep.findings.append(finding("UNREADABLE", f"cannot read {path.name}: {getattr(e, 'strerror', None) or e}", path.name))
-        return None
+def side_text(side: SideFile, findings: list[Finding]) -> str | None:
+    """A side file's text, or None with an UNREADABLE finding saying why."""
+    text, problem = side.text()
+    if problem is not None:
+        findings.append(finding("UNREADABLE", f"cannot read {side.name}: {problem}", side.name))
+    return text
 
 
-def _check_meta(path: Path, rep: LogDirReport) -> None:
-    text = _read(path, rep)
+def _check_meta(side: SideFile, rep: LogDirReport) -> None:
+    text = side_text(side, rep.findings)
     if text is None:
         return
     rep.meta = properties(text)
     try:
         version = meta_identity(rep.meta).version
     except MetaError as e:
-        rep.findings.append(finding("META_PROPERTIES_INVALID", str(e), path.name))
+        rep.findings.append(finding("META_PROPERTIES_INVALID", str(e), side.name))
         return
     ignored = NODE_ID_FIELD[1 - version]
     if ignored in rep.meta:
         rep.findings.append(finding("META_PROPERTIES_INCONSISTENT", f"version {version} reads {NODE_ID_FIELD[version]}, "
-                                    f"not {ignored}={rep.meta[ignored]}", path.name))
+                                    f"not {ignored}={rep.meta[ignored]}", side.name))
 
 
 # What the broker does when it cannot read each checkpoint, besides reporting the log dir as failed.
@@ -105,13 +103,13 @@ _UNREADABLE_CHECKPOINT = {
 }
 
 
-def _check_checkpoint(path: Path, rep: LogDirReport) -> None:
-    text = _read(path, rep)
+def _check_checkpoint(side: SideFile, rep: LogDirReport) -> None:
+    text = side_text(side, rep.findings)
     if text is None:
         return
     try:
-        rep.offsets[path.name] = offset_checkpoint(text)
+        rep.offsets[side.name] = offset_checkpoint(text)
     except MetaError as e:
-        rep.findings.append(finding("CHECKPOINT_INVALID", f"{e}; {_UNREADABLE_CHECKPOINT[path.name]}", path.name))
+        rep.findings.append(finding("CHECKPOINT_INVALID", f"{e}; {_UNREADABLE_CHECKPOINT[side.name]}", side.name))
         return
-    rep.checkpoints[path.name] = len(rep.offsets[path.name])
+    rep.checkpoints[side.name] = len(rep.offsets[side.name])

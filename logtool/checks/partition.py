@@ -1,12 +1,11 @@
 """Partition-level checks: the segment set, the files beside the segments, and per-partition metadata."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from logtool.findings import Finding, Severity, finding
 from logtool.checks.epochs import check_leader_epochs
+from logtool.checks.logdir import side_text
 from logtool.rules.transactions import TxnTracker
 from logtool.rules.facts import PartitionFacts, partition_facts
 from logtool.checks.segment import SegmentReport, check_segment
@@ -128,25 +127,13 @@ def _check_segment_set(rep: PartitionReport) -> None:
             prev = seg
 
 
-def _read_text(path: Path, rep: PartitionReport) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8", errors="strict")
-    except (OSError, UnicodeDecodeError) as e:
-        rep.findings.append(finding("UNREADABLE", f"cannot read {path.name}: {getattr(e, 'strerror', None) or e}", path.name))
-        return None
-
-
 def _check_other_files(part: Partition, rep: PartitionReport) -> None:
     logs = {f.base_offset for f in part.files.values() if f.kind == FileKind.LOG}
     for name, f in part.files.items():
-        path = part.path / name
-        if path.is_symlink():
-            rep.findings.append(finding("SYMLINK", f"{name} is a symlink to {_link_target(path)}", name))
+        if name in part.symlinks:
+            rep.findings.append(finding("SYMLINK", f"{name} is a symlink to {part.symlinks[name]}", name))
         if f.kind != FileKind.LOG:
-            try:
-                rep.files[name] = path.stat().st_size
-            except OSError:
-                rep.files[name] = -1
+            rep.files[name] = part.size_of(name)
         if f.kind == FileKind.LEFTOVER:
             rep.findings.append(finding("LEFTOVER_FILE", f"{name}: a {f.leftover[1:]} leftover the broker "
                                         f"{'discards' if f.leftover != '.swap' else 'applies'} at load", name))
@@ -162,31 +149,26 @@ def _check_other_files(part: Partition, rep: PartitionReport) -> None:
             else:
                 rep.findings.append(finding("UNKNOWN_FILE", f"{name} is not a file Kafka writes", name))
         elif f.kind == FileKind.PARTITION_METADATA:
-            text = _read_text(path, rep)
+            text = side_text(part.side(name), rep.findings)
             if text is not None:
                 try:
                     partition_metadata(text)
                 except MetaError as e:
                     rep.findings.append(finding("PARTITION_METADATA_INVALID", str(e), name))
         elif f.kind == FileKind.LEADER_EPOCH:
-            text = _read_text(path, rep)
+            text = side_text(part.side(name), rep.findings)
             if text is not None:
                 rep.findings += check_leader_epochs(text, [r for s in rep.segments for r in s.epoch_runs], rep.facts)
         elif f.kind == FileKind.SNAPSHOT:
-            try:
-                producer_snapshot(path.read_bytes())
-            except MetaError as e:
-                rep.findings.append(finding("PRODUCER_SNAPSHOT_INVALID", str(e), name))
-            except OSError as e:
-                rep.findings.append(finding("UNREADABLE", f"cannot read {name}: {e.strerror or e}", name))
+            side = part.side(name)
+            if side.data is None:
+                rep.findings.append(finding("UNREADABLE", f"cannot read {name}: {side.error or 'it is gone'}", name))
+            else:
+                try:
+                    producer_snapshot(side.data)
+                except MetaError as e:
+                    rep.findings.append(finding("PRODUCER_SNAPSHOT_INVALID", str(e), name))
             _check_snapshot_offset(name, f.base_offset, rep)
-
-
-def _link_target(path: Path) -> str:
-    try:
-        return os.readlink(path)
-    except OSError as e:
-        return f"(unreadable link: {e.strerror or e})"
 
 
 def _check_snapshot_offset(name: str, offset: int, rep: PartitionReport) -> None:

@@ -138,18 +138,16 @@ def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | Non
     lenses: list[Lens] = [rules]
     index_checks = []
     for suffix, check in ((".index", OffsetIndexCheck), (".timeindex", TimeIndexCheck)):
-        path = seg.path_with(suffix)
-        if path.exists():
-            rep.indexes[suffix[1:]] = path.stat().st_size
-            index_checks.append(check(path, seg.base_offset, active, sink))
-        else:
-            rep.indexes[suffix[1:]] = None
-            if seg.size:
-                sink.add("INDEX_MISSING" if suffix == ".index" else "TIMEINDEX_MISSING", f"{path.name} is missing",
-                         file=path.name)
-    txn = seg.path_with(".txnindex")
-    if txn.exists():
-        rep.indexes["txnindex"] = txn.stat().st_size
+        side = seg.side(suffix)
+        rep.indexes[suffix[1:]] = side.size if side.exists else None
+        if side.exists:
+            index_checks.append(check(side, seg.base_offset, active, sink))
+        elif seg.size:
+            sink.add("INDEX_MISSING" if suffix == ".index" else "TIMEINDEX_MISSING", f"{side.name} is missing",
+                     file=side.name)
+    txn = seg.side(".txnindex")
+    if txn.exists:
+        rep.indexes["txnindex"] = txn.size
     index_checks.append(TxnIndexCheck(txn, seg.base_offset, seg.buf,
                                       txns if txns is not None else TxnTracker(history_complete=False), sink))
     lenses += index_checks

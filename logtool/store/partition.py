@@ -9,6 +9,19 @@ from pathlib import Path
 from logtool.store.broker import running_broker
 from logtool.store.layout import FileKind, FileName, PartitionName, classify_file, parse_partition_dir
 from logtool.store.segment import Segment
+from logtool.store.sidefile import SideFile, read_side
+
+
+def link_target(path: Path) -> str:
+    try:
+        return os.readlink(path)
+    except OSError as e:
+        return f"(unreadable link: {e.strerror or e})"
+
+
+def symlinks_in(directory: Path, names) -> dict[str, str]:
+    """Where each of these names of the directory points, for those that are symbolic links."""
+    return {n: link_target(directory / n) for n in names if (directory / n).is_symlink()}
 
 
 @dataclass(slots=True)
@@ -19,6 +32,7 @@ class Partition:
     files: dict[str, FileName] = field(default_factory=dict)  # every file in the directory by name
     single_file: bool = False  # the user named one .log file, not the directory
     broker_pid: int | None = None  # the process holding the log dir's lock (a running broker); None: none
+    symlinks: dict[str, str] = field(default_factory=dict)  # name -> where it points, for files that are links
 
     @property
     def topic(self) -> str | None:
@@ -37,7 +51,7 @@ class Partition:
             key=lambda s: s.base_offset,
         )
         return cls(path, parse_partition_dir(path.resolve().name), segments, files,
-                   broker_pid=running_broker(path.absolute().parent))
+                   broker_pid=running_broker(path.absolute().parent), symlinks=symlinks_in(path, files))
 
     @classmethod
     def from_segment_file(cls, log_path: Path) -> "Partition":
@@ -48,6 +62,17 @@ class Partition:
         return cls(directory, parse_partition_dir(directory.resolve().name),
                    [Segment(log_path, name.base_offset or 0)], files, single_file=True,
                    broker_pid=running_broker(directory.absolute().parent))
+
+    def side(self, name: str) -> SideFile:
+        """A file of the directory besides the segments, read once (or why it cannot be)."""
+        return read_side(self.path / name)
+
+    def size_of(self, name: str) -> int:
+        """A file's size in bytes; -1 when it cannot be stat'ed."""
+        try:
+            return (self.path / name).stat().st_size
+        except OSError:
+            return -1
 
     def floor_segment(self, offset: int) -> int | None:
         """Index of the segment with the greatest base offset not above `offset` (Kafka's floorSegment)."""

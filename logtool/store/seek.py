@@ -11,7 +11,8 @@ from logtool.format.batch import BatchView, read_entry
 from logtool.format.index import OFFSET_ENTRY, TIME_ENTRY, time_index_sanity, zero_tail_start
 from logtool.format.records import RecordError, iter_records
 from logtool.store.partition import Partition
-from logtool.store.segment import Segment, WalkOutcome, open_readonly
+from logtool.store.mapping import open_readonly
+from logtool.store.segment import Segment, WalkOutcome
 
 
 class SeekError(Exception):

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Protocol
 from logtool.findings import Finding, finding
 from logtool.format.batch import BatchView, FrameStop, read_entry
 from logtool.format.records import RecordError, first_legacy_offset, iter_records, parse_control
+from logtool.store.mapping import open_readonly
+from logtool.store.sidefile import SideFile, read_side
 
 if TYPE_CHECKING:
     from logtool.store.pacing import ReadPolicy, Pacer
@@ -34,18 +36,6 @@ def _release(buf, start: int, end: int) -> int:
         buf.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
         return hi
     return start
-
-
-def open_readonly(path: Path) -> tuple[object, int]:
-    """A read-only buffer over a file (an mmap, or b"" when empty) and its size. Raises OSError."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        size = os.fstat(fd).st_size
-        if size == 0:
-            return b"", 0
-        return mmap.mmap(fd, size, access=mmap.ACCESS_READ), size
-    finally:
-        os.close(fd)
 
 
 class Lens(Protocol):
@@ -126,6 +116,10 @@ class Segment:
         except OSError:
             return True
         return st.st_size != self._size or st.st_mtime_ns != self.opened_mtime_ns
+
+    def side(self, suffix: str) -> SideFile:
+        """The segment's index file with this suffix, mapped read-only (or why it cannot be)."""
+        return read_side(self.path_with(suffix), mapped=True)
 
     def path_with(self, suffix: str) -> Path:
         return self.log_path.with_suffix(suffix)
