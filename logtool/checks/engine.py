@@ -126,7 +126,7 @@ def run_checks(paths: list[Path], deep: bool, on_target: Callable[[Target], None
         targets_known(len(targets))
     for t in targets:
         rep = check_target(t, deep, reading)
-        if any(f.name == "UNREADABLE" for f in rep.findings):
+        if any(f.name == "UNREADABLE" for f in rep.all_findings()):
             report.operational_error = True
         report.partitions.append(rep)
         if on_target:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from logtool.findings import Sink
 from logtool.rules.transactions import UNKNOWN_OFFSET, TxnTracker
-from logtool.format.batch import BatchView
-from logtool.format.index import (OFFSET_ENTRY, TIME_ENTRY, AbortedTxn, aborted_txns, offset_index_sanity,
+from logtool.format.batch import V2_HEADER_SIZE, BatchView
+from logtool.format.index import (OFFSET_ENTRY, TIME_ENTRY, TXN_ENTRY, AbortedTxn, aborted_txns, offset_index_sanity,
                                   time_index_sanity, zero_tail_start)
 from logtool.store.segment import WalkOutcome
 from logtool.store.sidefile import SideFile
@@ -167,6 +167,8 @@ class TxnIndexCheck:
         self.sink = sink
         self.side, self.base, self.buf, self.txns = side, base, buf, txns
         self.expected: list[AbortedTxn] = []
+        # Each entry records one abort marker, a control batch of the segment: no more entries than that.
+        self.most_entries = len(buf) // V2_HEADER_SIZE + 1
 
     def feed(self, view: BatchView) -> None:
         aborted = self.txns.feed(self.buf, view)
@@ -180,6 +182,11 @@ class TxnIndexCheck:
             rep.add("UNREADABLE", f"cannot read {self.side.name}: {self.side.error}")
             return
         if self.side.data is not None:
+            entries = len(self.side.data) // TXN_ENTRY.size
+            if entries > self.most_entries:
+                rep.add("TXNINDEX_CORRUPT", f"{entries} entries, more than the {len(self.buf)}-byte segment has "
+                                            f"batches: not a transaction index of this segment")
+                return
             on_disk = list(aborted_txns(self.side.data))
             for txn in on_disk:
                 if txn.version > 0:

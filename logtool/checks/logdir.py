@@ -73,7 +73,7 @@ def side_text(side: SideFile, findings: list[Finding]) -> str | None:
     """A side file's text, or None with an UNREADABLE finding saying why."""
     text, problem = side.text()
     if problem is not None:
-        findings.append(finding("UNREADABLE", f"cannot read {side.name}: {problem}", side.name))
+        findings.append(finding(side.problem_kind, f"cannot read {side.name}: {problem}", side.name))
     return text
 
 

@@ -162,7 +162,7 @@ def _check_other_files(part: Partition, rep: PartitionReport) -> None:
         elif f.kind == FileKind.SNAPSHOT:
             side = part.side(name)
             if side.data is None:
-                rep.findings.append(finding("UNREADABLE", f"cannot read {name}: {side.error or 'it is gone'}", name))
+                rep.findings.append(finding(side.problem_kind, f"cannot read {name}: {side.error or 'it is gone'}", name))
             else:
                 try:
                     producer_snapshot(side.data)

@@ -8,9 +8,9 @@ from logtool.rules.transactions import TxnTracker
 from logtool.checks.index import OffsetIndexCheck, TimeIndexCheck, TxnIndexCheck
 from logtool.checks.records import check_records
 from logtool.format.batch import MAX_SEGMENT_BYTES, BatchView, codec_name
+from logtool.format.index import MAX_RELATIVE_OFFSET
 from logtool.store.segment import Lens, Segment, WalkOutcome
 
-_RELATIVE_MAX = 2**31 - 1
 
 
 @dataclass(slots=True)
@@ -64,7 +64,7 @@ class _BatchRules:
         elif first <= self.prev_last or last < first:
             self._report("OFFSET_NOT_INCREASING", f"batch at byte {v.position} covers offsets {first}..{last} "
                                                   f"after a batch ending at offset {self.prev_last}", v, first)
-        if not 0 <= last - self.base <= _RELATIVE_MAX:
+        if not 0 <= last - self.base <= MAX_RELATIVE_OFFSET:
             self._report("OFFSET_OVERFLOW", f"offset {last} is not within 2^31-1 of the segment base {self.base}", v, last)
         if magic > 2:
             self._report("UNKNOWN_MAGIC", f"batch at byte {v.position} has magic {magic}", v, first)

@@ -80,8 +80,10 @@ def rebuild_command(paths, do_apply: bool, quarantine: Path | None, index_interv
         emit_json({"partitions": [p.to_dict() for p in plans], "applied": do_apply, "files_written": written})
     else:
         _render(plans, do_apply)
-    if problems:
+    if problems or any(p.unreadable for p in plans):
         return exitcodes.OPERATIONAL
+    if any(p.overflow for p in plans):
+        return exitcodes.PROBLEMS  # a segment no index can describe stays a problem, repaired or not
     if do_apply:
         return exitcodes.REPAIRED if written else exitcodes.CLEAN
     return exitcodes.PROBLEMS if any(p.pending for p in plans) else exitcodes.CLEAN
@@ -102,3 +104,8 @@ def _render(plans, applied: bool) -> None:
             out.print(f"  {Path(d['file']).name}: {old} -> {d['new_entries']} entries ({d['new_size']} bytes)")
         for name in p.valid_prefix_short:
             out.print(f"  [yellow]{name}[/]: indexed up to the end of its valid prefix; the damaged tail is not indexed")
+        for line in p.unreadable:
+            out.print(f"  [red]{line}[/]: left as it is")
+        for name in p.overflow:
+            out.print(f"  [red]{name}[/]: holds offsets more than 2^31-1 past its base (LT112 OFFSET_OVERFLOW), which no "
+                      f"index can hold; Kafka splits such a segment at load: its indexes are left as they are")

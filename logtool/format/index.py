@@ -5,6 +5,8 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+MAX_RELATIVE_OFFSET = 2**31 - 1  # index entries and record deltas hold offsets relative to the base as int32
+
 OFFSET_ENTRY = struct.Struct(">ii")  # relative offset, position
 TIME_ENTRY = struct.Struct(">qi")  # timestamp, relative offset
 TXN_ENTRY = struct.Struct(">hqqqq")  # version, producer id, first offset, last offset, last stable offset

@@ -15,8 +15,8 @@ import re
 import struct
 
 from logtool.format.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MIN_ENTRY_LENGTH, BatchView, read_entry
+from logtool.format.index import MAX_RELATIVE_OFFSET
 
-MAX_RELATIVE_OFFSET = 2**31 - 1  # Kafka's relative offsets (index entries, record deltas) are int32
 _ZERO_CHUNK = 1 << 16
 _ZEROS = bytes(_ZERO_CHUNK)
 _NON_ZERO = re.compile(rb"[^\x00]")

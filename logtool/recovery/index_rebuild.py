@@ -10,6 +10,7 @@ from logtool.rules.expected_index import ExpectedIndexes
 from logtool.rules.transactions import TxnTracker
 from logtool.checks.engine import Report, plan_targets
 from logtool.recovery.session import Session, new_session
+from logtool.store.mapping import open_readonly
 from logtool.store.partition import Partition
 from logtool.store.segment import WalkOutcome
 
@@ -25,10 +26,16 @@ class FileChange:
 
     @classmethod
     def against_disk(cls, path: Path, new: bytes) -> "FileChange":
-        if not path.exists():
+        """Compared through a mapping: an index on disk may be of any size. Raises OSError."""
+        try:
+            old, size = open_readonly(path)
+        except FileNotFoundError:
             return cls(path, None, new)
-        old = path.read_bytes()
-        return cls(path, len(old), new, old != new)
+        try:
+            return cls(path, size, new, size != len(new) or memoryview(old) != new)
+        finally:
+            if hasattr(old, "close"):
+                old.close()
 
     @property
     def suffix(self) -> str:
@@ -47,6 +54,8 @@ class IndexPlan:
     changes: list[FileChange] = field(default_factory=list)
     valid_prefix_short: list[str] = field(default_factory=list)  # segments indexed only up to damage
     txn_unknown: list[str] = field(default_factory=list)  # .txnindex files left alone: history incomplete
+    unreadable: list[str] = field(default_factory=list)  # index files left alone, and why (a FIFO, no permission)
+    overflow: list[str] = field(default_factory=list)  # segments whose offsets do not fit 32-bit relative offsets
 
     @property
     def pending(self) -> list[FileChange]:
@@ -55,7 +64,8 @@ class IndexPlan:
     def to_dict(self) -> dict:
         return {"partition": str(self.partition), "files": [c.to_dict() for c in self.changes],
                 "changed": len(self.pending), "indexed_only_up_to_damage": self.valid_prefix_short,
-                "txnindex_left_alone": self.txn_unknown}
+                "txnindex_left_alone": self.txn_unknown, "unreadable": self.unreadable,
+                "offset_overflow": self.overflow}
 
 
 def plan_index_rebuild(part: Partition, interval: int, kept: dict[str, int] | None = None) -> IndexPlan:
@@ -77,6 +87,11 @@ def plan_index_rebuild(part: Partition, interval: int, kept: dict[str, int] | No
             expected.finish()
             if walk.stop is not None:
                 result.valid_prefix_short.append(seg.log_path.name)
+        if expected.overflow:
+            # Kafka throws LogSegmentOffsetOverflowException here and splits the segment at load; an index
+            # with 32-bit relative offsets cannot describe it, so none is written.
+            result.overflow.append(seg.log_path.name)
+            continue
         for suffix, data in ((".index", expected.offset_index), (".timeindex", expected.time_index),
                              (".txnindex", expected.txn_index)):
             path = seg.path_with(suffix)
@@ -85,7 +100,10 @@ def plan_index_rebuild(part: Partition, interval: int, kept: dict[str, int] | No
             if suffix == ".txnindex" and not expected.txn_index_known:
                 result.txn_unknown.append(path.name)  # aborts of transactions opened before the data on disk
                 continue
-            result.changes.append(FileChange.against_disk(path, bytes(data)))
+            try:
+                result.changes.append(FileChange.against_disk(path, bytes(data)))
+            except OSError as e:
+                result.unreadable.append(f"{path.name}: {e.strerror or e}")
     return result
 
 

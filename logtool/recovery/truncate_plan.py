@@ -22,6 +22,7 @@ from logtool.rules.transactions import TxnTracker
 from logtool.store.layout import FileKind, PathKind, kind_of, parse_partition_dir
 from logtool.store.partition import Partition
 from logtool.store.segment import Segment, WalkOutcome
+from logtool.store.sidefile import read_side
 
 LEADER_EPOCH_FILE = "leader-epoch-checkpoint"
 _SEGMENT_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex")
@@ -296,6 +297,11 @@ def _log_end(segs, kept: dict[str, int], cuts, part: Partition, pieces) -> int |
 
 def _plan_indexes(part: Partition, plan: PartitionPlan, kept: dict[str, int], interval: int) -> None:
     index_plan = plan_index_rebuild(part, interval, kept)
+    for name in index_plan.overflow:
+        plan.notes.append(f"{name} holds offsets more than 2^31-1 past its base (OFFSET_OVERFLOW): Kafka splits it at "
+                          f"load; its indexes are left as they are")
+    for line in index_plan.unreadable:
+        plan.notes.append(f"{line}: left as it is")
     pending = index_plan.pending
     if pending:
         plan.actions.append(Action(
@@ -310,11 +316,13 @@ def _plan_side_files(part: Partition, plan: PartitionPlan) -> None:
     if end is None:
         return
     if LEADER_EPOCH_FILE in part.files:
+        text, problem = part.side(LEADER_EPOCH_FILE).text()
         try:
-            epochs = leader_epochs((part.path / LEADER_EPOCH_FILE).read_text())
-        except (OSError, MetaError, UnicodeDecodeError) as e:
-            plan.notes.append(f"{LEADER_EPOCH_FILE} cannot be read ({e}); left as it is")
-            epochs = None
+            epochs = leader_epochs(text) if problem is None else None
+        except MetaError as e:
+            problem, epochs = str(e), None
+        if problem is not None:
+            plan.notes.append(f"{LEADER_EPOCH_FILE} cannot be read ({problem}); left as it is")
         # Kafka's loader truncates the leader-epoch cache to the log end: entries starting at or past it go.
         if epochs is not None and any(start >= end for _, start in epochs):
             keep = [(e, o) for e, o in epochs if o < end]
@@ -400,8 +408,11 @@ def _plan_checkpoints(result: RepairPlan, log_dirs: dict[Path, LogDirReport]) ->
                 elif file in _REPORTED_PAST_END:
                     p.notes.append(f"{file}: {offset} lies past the new log end {p.log_end_after}; "
                                    f"{_REPORTED_PAST_END[file]}")
-            if lowered:
-                text = _rewritten_checkpoint((log_dir / file).read_text(), lowered)
+            text, problem = read_side(log_dir / file).text()
+            if lowered and problem is not None:
+                result.problems.append(f"{log_dir / file}: {problem}; its entries past the new log ends stay")
+            elif lowered:
+                text = _rewritten_checkpoint(text, lowered)
                 result.log_dir_actions.append((log_dir, Action(
                     "trim checkpoint entry", [file],
                     detail=", ".join(f"{t}-{n} -> {o}" for (t, n), o in sorted(lowered.items())),

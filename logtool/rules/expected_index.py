@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from logtool.format.batch import BatchView
-from logtool.format.index import OFFSET_ENTRY, TIME_ENTRY, TXN_ENTRY, AbortedTxn
+from logtool.format.index import MAX_RELATIVE_OFFSET, OFFSET_ENTRY, TIME_ENTRY, TXN_ENTRY, AbortedTxn
 from logtool.rules.transactions import UNKNOWN_OFFSET, TxnTracker
 
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
@@ -27,8 +27,12 @@ class ExpectedIndexes:
     _max_ts: int = -1
     _offset_of_max_ts: int = -1
     _last_time_entry_ts: int = -1  # an empty time index reports (-1, base) as its last entry
+    overflow: bool = False  # an offset lies outside the 32 bits relative to the base: no index can hold it
 
     def feed(self, v: BatchView) -> None:
+        if not 0 <= v.last_offset - self.base_offset <= MAX_RELATIVE_OFFSET:
+            self.overflow = True
+            return
         if v.max_timestamp > self._max_ts:
             self._max_ts, self._offset_of_max_ts = v.max_timestamp, v.last_offset
         # Strictly greater: a batch exactly `interval` bytes after the last indexed one is not indexed.

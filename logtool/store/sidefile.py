@@ -2,10 +2,11 @@
 into data: the one place where the checks' reading of a file can fail."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from logtool.store.mapping import open_readonly
+from logtool.store.mapping import open_readonly, open_regular
 
 
 @dataclass(slots=True, frozen=True)
@@ -15,6 +16,12 @@ class SideFile:
     name: str
     data: object | None  # bytes, or a read-only mmap
     error: str | None = None
+    too_large: bool = False  # larger than Kafka ever writes this file: not read at all
+
+    @property
+    def problem_kind(self) -> str:
+        """The finding that reports why there are no bytes."""
+        return "SIDE_FILE_TOO_LARGE" if self.too_large else "UNREADABLE"
 
     @property
     def exists(self) -> bool:
@@ -27,11 +34,17 @@ class SideFile:
     def text(self) -> tuple[str | None, str | None]:
         """(the file as UTF-8 text, None), or (None, why it cannot be read as text)."""
         if self.data is None:
-            return None, self.error or "it is gone"
+            return None, self.error or "it is gone"  # (listed, then gone before it was read)
         try:
             return bytes(self.data).decode("utf-8", errors="strict"), None
         except UnicodeDecodeError as e:
             return None, str(e)
+
+
+# Kafka's own side files stay small: a leader-epoch checkpoint or partition.metadata of a few KB, a producer
+# snapshot of some 40 bytes per producer. Past this a file is not Kafka's as it stands (a sparse or foreign
+# file), and reading it whole would only exhaust memory.
+SIDE_FILE_LIMIT = 64 << 20
 
 
 def read_side(path: Path, mapped: bool = False) -> SideFile:
@@ -39,10 +52,29 @@ def read_side(path: Path, mapped: bool = False) -> SideFile:
     try:
         if mapped:
             data, _size = open_readonly(path)
-        else:
-            data = path.read_bytes()
+            return SideFile(path.name, data)
+        fd, size = open_regular(path)
+        try:
+            if size > SIDE_FILE_LIMIT:
+                return SideFile(path.name, None, f"{size} bytes, more than Kafka ever writes in this file",
+                                too_large=True)
+            data = _read_all(fd, size)
+        finally:
+            os.close(fd)
     except FileNotFoundError:
         return SideFile(path.name, None)
     except OSError as e:
         return SideFile(path.name, None, e.strerror or str(e))
     return SideFile(path.name, data)
+
+
+def _read_all(fd: int, size: int) -> bytes:
+    """At most `size` bytes: a file that grows while it is read is taken as it was when it was opened."""
+    chunks, left = [], size
+    while left > 0:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
