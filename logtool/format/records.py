@@ -219,22 +219,30 @@ def _iter_legacy(buf, view: BatchView) -> Iterator[Record]:
         yield _legacy_message(buf, view.position, view.size, view.last_offset, None)
         return
     inner = batch_payload(buf, view)
-    entries = list(_legacy_entries(inner))
-    if not entries:
-        raise RecordError("Found invalid compressed record set with no inner records")
-    base = 0
-    if view.magic == 1:
-        last_relative = entries[-1][0]
-        if view.last_offset != 0 and view.last_offset < last_relative:
-            raise RecordError(f"Found invalid wrapper offset in compressed v1 message set, wrapper offset '{view.last_offset}' "
-                              f"is less than the last inner message offset '{last_relative}' and it is not zero.")
-        base = view.last_offset - last_relative if view.last_offset else 0
+    base = _legacy_base(inner, view)
     wrapper_time = view.max_timestamp if view.magic == 1 and view.attributes & 0x08 else None
-    for offset, pos, size in entries:
+    for offset, pos, size in _legacy_entries(inner):
         rec = _legacy_message(inner, pos, size, base + offset, wrapper_time)
         if _legacy_codec(inner, pos):
             raise RecordError("Inner messages must not be compressed")
         yield rec
+
+
+def _legacy_base(inner, view: BatchView) -> int:
+    """What inner offsets are relative to: 0 for magic 0 (absolute), and for magic 1 the wrapper's offset less
+    the last inner one. One pass over the inner messages that keeps none of them: a wrapper can inflate to
+    millions of tiny messages."""
+    last_relative = None
+    for last_relative, _pos, _size in _legacy_entries(inner):
+        pass
+    if last_relative is None:
+        raise RecordError("Found invalid compressed record set with no inner records")
+    if view.magic != 1:
+        return 0
+    if view.last_offset != 0 and view.last_offset < last_relative:
+        raise RecordError(f"Found invalid wrapper offset in compressed v1 message set, wrapper offset '{view.last_offset}' "
+                          f"is less than the last inner message offset '{last_relative}' and it is not zero.")
+    return view.last_offset - last_relative if view.last_offset else 0
 
 
 def first_legacy_offset(buf, view: BatchView) -> int:

@@ -100,6 +100,7 @@ class BatchRead(NamedTuple):
     records: list[Record] | None  # the records in range; None when only batches are read
     controls: list[Control] | None  # one per record, for control batches
     problem: Finding | None  # why the records stop short, when they cannot all be decoded
+    continued: bool = False  # more records of the batch of the event before (a batch is read in chunks)
 
 
 class Damage(NamedTuple):
@@ -159,11 +160,11 @@ def read_range(part: Partition, p: RangePlan, stats: Stats, salvage: bool = Fals
                             return
                         continue
                     room = None if limit is None else limit - stats.records
-                    records, controls, problem = _records(seg, view, first, last, room)
                     stats.batches += 1
-                    stats.records += len(records)
-                    stats.damaged |= problem is not None
-                    yield BatchRead(seg, view, records, controls, problem)
+                    for i, (records, controls, problem) in enumerate(_record_chunks(seg, view, first, last, room)):
+                        stats.records += len(records)
+                        stats.damaged |= problem is not None
+                        yield BatchRead(seg, view, records, controls, problem, continued=i > 0)
                     if limit is not None and stats.records >= limit:
                         return
                 if walk.stop is None:
@@ -184,28 +185,42 @@ def read_range(part: Partition, p: RangePlan, stats: Stats, salvage: bool = Fals
                 yield SegmentStart(seg)
 
 
-def _records(seg: Segment, view: BatchView, first: int, last: int,
-             room: int | None) -> tuple[list[Record], list[Control] | None, Finding | None]:
-    """The records of `view` within [first, last] (at most `room`), their control values in a control
-    batch, and the finding that stopped decoding early, if one did."""
-    records: list[Record] = []
-    controls: list[Control] | None = [] if view.is_control else None
+# Records of one batch are handed on this many at a time: a batch can hold millions of tiny records.
+RECORDS_PER_EVENT = 4096
+
+
+def _record_chunks(seg: Segment, view: BatchView, first: int, last: int,
+                   room: int | None) -> Iterator[tuple[list[Record], list[Control] | None, Finding | None]]:
+    """The records of `view` within [first, last] (at most `room`) in chunks, their control values in a
+    control batch, and with the last chunk the finding that stopped decoding early, if one did. At least one
+    chunk, empty when no record is in range."""
     whole = view.base_offset is not None and first <= view.base_offset and view.last_offset <= last
-    if whole and controls is None and (room is None or (view.count is not None and view.count <= room)):
+    if (whole and not view.is_control and view.count is not None and view.count <= RECORDS_PER_EVENT
+            and (room is None or view.count <= room)):
         try:
-            return list(iter_records(seg.buf, view)), None, None  # the common case, kept cheap
+            yield list(iter_records(seg.buf, view)), None, None  # the common case, kept cheap
+            return
         except RecordError:
             pass  # decoded again below, to keep the records before the one that fails
+    records: list[Record] = []
+    controls: list[Control] | None = [] if view.is_control else None
+    taken = 0
     try:
         for rec in iter_records(seg.buf, view):
             if rec.offset < first:
                 continue
-            if rec.offset > last or (room is not None and len(records) >= room):
+            if rec.offset > last or (room is not None and taken >= room):
                 break
             if controls is not None:
                 marker = parse_control(rec)
                 controls.append(Control(marker, control_value(marker.type_id, rec.value)))
             records.append(rec)
+            taken += 1
+            if len(records) == RECORDS_PER_EVENT:
+                yield records, controls, None
+                records, controls = [], ([] if view.is_control else None)
     except RecordError as e:
-        return records, controls, finding(e.kind, str(e), seg.log_path.name, view.position, view.base_offset)
-    return records, controls, None
+        yield records, controls, finding(e.kind, str(e), seg.log_path.name, view.position, view.base_offset)
+        return
+    if records or taken == 0:
+        yield records, controls, None

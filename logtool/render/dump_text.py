@@ -75,7 +75,7 @@ def render(events: Iterable[Event], out: TextIO, key: Decoder | None, value: Dec
     """Write the events as lines; `key`/`value` None: record lines without keys and payloads."""
     for ev in events:
         if isinstance(ev, BatchRead):
-            lines = [batch_line(ev.view)]
+            lines = [] if ev.continued else [batch_line(ev.view)]
             if ev.records is not None:
                 controls = ev.controls
                 lines += [record_line(ev.view, r, controls[i] if controls is not None else None, key, value)
@@ -84,7 +84,8 @@ def render(events: Iterable[Event], out: TextIO, key: Decoder | None, value: Dec
                 f = ev.problem
                 lines.append(f"Reading records stopped in the batch at byte {f.position} of {f.file}: "
                              f"{f.code} {f.name}: {f.message}")
-            out.write("\n".join(lines) + "\n")
+            if lines:
+                out.write("\n".join(lines) + "\n")
         elif isinstance(ev, SegmentStart):
             out.write(f"Dumping {ev.segment.log_path}\nLog starting offset: {ev.segment.base_offset}\n")
         elif isinstance(ev, Damage):
