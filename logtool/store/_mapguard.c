@@ -2,13 +2,14 @@
  *
  * When another process truncates a file that we have mapped, touching a page past the new end of file
  * makes the kernel send SIGBUS, whose default action kills the process. This module installs a SIGBUS
- * handler (lazily, on the first register(), so it sits on top of faulthandler/pytest's handler) that
- * knows a table of registered address ranges. A fault inside a registered range is repaired: an
+ * handler (lazily, on the first register(), so it sits on top of faulthandler/pytest's handler, and
+ * again at any later register() that finds it replaced) that knows a table of registered ranges. A fault inside a registered range is repaired: an
  * anonymous, read-only zero page is mapped over the faulting page (MAP_FIXED), the lowest faulting
  * offset is recorded in the range's slot, and the handler returns, so the faulting load is retried
  * and reads zeros. A fault anywhere else is handed to the handler that was installed before ours;
  * when that was SIG_DFL the default is restored and the signal re-raised: the process dies of SIGBUS
- * exactly as it would have without this module.
+ * exactly as it would have without this module. Two loop breakers keep a previous handler that leads
+ * back to ours (faulthandler restores what it replaced and re-raises) from recursing or spinning.
  *
  * Concurrency. register/unregister/reset run with the GIL held, so they never race each other. The
  * handler runs in whichever thread faulted (SIGBUS from a fault is thread-directed), possibly while
@@ -19,8 +20,10 @@
  * zero page at once is harmless: both map zeros.
  *
  * Async-signal safety. The handler calls only mmap (as the raw system call where it can: no libc
- * lock, no allocation), sigaction, raise, and the previous handler; it reads the table with atomic
- * loads and restores errno.
+ * lock, no allocation), sigaction, raise, and the previous handler; it touches no Python object, reads
+ * the table with atomic loads and restores errno. POSIX does not list mmap as async-signal-safe; on
+ * Linux it is one system call that takes only kernel locks, so it cannot deadlock against the code it
+ * interrupted.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -68,8 +71,16 @@ static size_t high_water;          /* the handler scans slots [0, high_water) */
 static size_t first_free_hint;     /* GIL only */
 static size_t in_use;              /* GIL only */
 static uintptr_t page_size;
-static struct sigaction previous;  /* the disposition ours replaced; what foreign faults are handed to */
+/* The disposition ours replaced, to which faults outside our ranges are handed. Double-buffered: a
+   reinstall (GIL held) writes the copy not in use, then flips prev_index, so a handler running in
+   another thread never reads a half-written struct. */
+static struct sigaction prev_store[2];
+static int prev_index;
 static int installed;              /* ours was installed at least once (GIL only) */
+/* Loop breakers for chaining (see mg_handler): set while a previous handler runs for a foreign fault,
+   and the address of the last foreign fault a previous handler returned from. */
+static int chaining;
+static uintptr_t returned_addr;
 static PyObject *TableFullError;
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -103,7 +114,7 @@ mg_set_default(int sig)
 static void
 mg_chain(int sig, siginfo_t *info, void *ctx)
 {
-    const struct sigaction *p = &previous;
+    const struct sigaction *p = &prev_store[__atomic_load_n(&prev_index, __ATOMIC_ACQUIRE)];
     if ((p->sa_flags & SA_SIGINFO) && p->sa_sigaction != NULL) {
         if (p->sa_flags & SA_RESETHAND)
             mg_set_default(sig);  /* what the kernel would have done before calling it */
@@ -133,10 +144,11 @@ mg_handler(int sig, siginfo_t *info, void *ctx)
 {
     int saved_errno = errno;
     int repaired = 0;
+    int from_kernel = info != NULL && info->si_code > 0;
+    uintptr_t addr = from_kernel ? (uintptr_t)info->si_addr : 0;
 
     /* si_code <= 0: sent by kill()/raise()/sigqueue(), si_addr is meaningless (it overlaps si_pid). */
-    if (info != NULL && info->si_code > 0) {
-        uintptr_t addr = (uintptr_t)info->si_addr;
+    if (from_kernel) {
         uintptr_t page = addr & ~(page_size - 1);
         size_t n = __atomic_load_n(&high_water, __ATOMIC_ACQUIRE);
         int mapped = 0;
@@ -166,17 +178,34 @@ mg_handler(int sig, siginfo_t *info, void *ctx)
             repaired = 1;
         }
     }
-    errno = saved_errno;
-    if (repaired)
+    if (repaired) {
+        errno = saved_errno;
         return;  /* the faulting load is retried and reads the zero page */
+    }
+    /* Not ours. Two loop breakers, for when the previous handler leads back here instead of ending
+       the process: (1) we are re-entered while a previous handler runs (faulthandler, installed after
+       us and then covered by our reinstall, restores us and re-raises); (2) a previous handler returned
+       from a fault and the same address faults again (a disabled faulthandler returns at once). Either
+       way the fault is fatal: die of SIGBUS as the default would. */
+    if (__atomic_exchange_n(&chaining, 1, __ATOMIC_ACQ_REL)
+        || (from_kernel && addr == __atomic_load_n(&returned_addr, __ATOMIC_RELAXED))) {
+        mg_set_default(sig);
+        (void)raise(sig);
+        errno = saved_errno;
+        return;
+    }
     mg_chain(sig, info, ctx);
+    if (from_kernel)
+        __atomic_store_n(&returned_addr, addr, __ATOMIC_RELAXED);
+    __atomic_store_n(&chaining, 0, __ATOMIC_RELEASE);
     errno = saved_errno;
 }
 
-/* Install our handler when it is not there yet: on first use, and again if someone restored SIG_DFL or
-   SIG_IGN over it (faulthandler.disable() does when faulthandler was installed before us). Another
-   handler installed on top of ours is left alone: it presumably chains to us (faulthandler does), and
-   stacking ours over it would make the two call each other. */
+/* Put our handler on top unless it is there already: on first use (lazily, so that it goes over
+   faulthandler's and pytest's), and again at each register() if something replaced it since (an
+   SIG_DFL restored by faulthandler.disable(), or faulthandler.enable() called after us, which would
+   otherwise re-raise our faults without their address and kill us). What we replace becomes the
+   previous handler that foreign faults are handed to. */
 static int
 mg_install(void)
 {
@@ -187,14 +216,16 @@ mg_install(void)
     }
     if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == mg_handler)
         return 0;
-    int plain = !(cur.sa_flags & SA_SIGINFO) && (cur.sa_handler == SIG_DFL || cur.sa_handler == SIG_IGN);
-    if (installed && !plain)
-        return 0;  /* overridden: see handler_state() */
     memset(&ours, 0, sizeof ours);
     ours.sa_sigaction = mg_handler;
     sigemptyset(&ours.sa_mask);
+    /* SA_NODEFER: faulthandler and our own default path re-raise from inside the handler and need the
+       signal delivered at once. SA_ONSTACK: use the thread's alternate stack when it has one
+       (faulthandler sets one up), as faulthandler does. */
     ours.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
-    previous = cur;  /* before ours can run */
+    int spare = installed ? 1 - prev_index : 0;
+    prev_store[spare] = cur;  /* before ours can run */
+    __atomic_store_n(&prev_index, spare, __ATOMIC_RELEASE);
     if (sigaction(SIGBUS, &ours, NULL) != 0) {
         PyErr_SetFromErrno(PyExc_OSError);
         return -1;
@@ -326,7 +357,7 @@ mg_reset(PyObject *module, PyObject *arg)
 PyDoc_STRVAR(handler_state_doc,
 "handler_state() -> str\n\n"
 "'installed': our handler is SIGBUS's disposition; 'not installed': nothing registered yet; 'overridden':\n"
-"another handler was installed on top of ours (it must chain to ours for guarded ranges to survive).");
+"another handler replaced ours since the last register() (the next register() puts ours back on top).");
 
 static PyObject *
 mg_handler_state(PyObject *module, PyObject *unused)
