@@ -150,6 +150,6 @@ def replace_in_run(session: Session, pdir, name: str, data: bytes) -> None:
         like = old
         entry = run.keep_whole(pdir, name, "replaced")
     session.step_done()
+    run.set_after(entry, hashlib.sha256(data).hexdigest())  # before the rename, as restore needs it then
     pdir.replace(name, data, like)
-    run.set_after(entry, hashlib.sha256(data).hexdigest())
     session.step_done()

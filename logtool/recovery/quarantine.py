@@ -155,6 +155,13 @@ class Run:
         self.save()
         return entry
 
+    def discard(self) -> None:
+        """Remove a run that kept nothing (a repair refused before its first write)."""
+        if not self.entries:
+            for p in sorted(self.path.rglob("*"), reverse=True):
+                p.rmdir() if p.is_dir() else p.unlink()
+            self.path.rmdir()
+
     def find(self, pdir: PartitionDir, name: str) -> Entry | None:
         """The first entry of this file: it holds the file as it was before the run."""
         place = (str(pdir.log_dir), pdir.partition, name)

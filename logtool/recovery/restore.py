@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from logtool.recovery.quarantine import Entry, QuarantineError, Run, load, mark_restored, stored_chunks
-from logtool.recovery.session import Session
+from logtool.recovery.session import Session, sweep_temporaries
 from logtool.recovery.writer import FileMeta, PartitionDir
 
 
@@ -27,6 +27,7 @@ def restore(run_dir: Path, force: bool = False) -> Restored:
     run = load(run_dir)
     log_dirs = sorted({Path(e.log_dir) for e in run.entries})
     with Session(log_dirs, lambda: run) as session:
+        sweep_temporaries(session, {(Path(e.log_dir) / e.partition, e.partition == "") for e in run.entries})
         _check_kept_bytes(session, run)
         if not force:
             changed = [e for e in _first_entries(run) if not _as_repair_left(session, run, e)]

@@ -10,6 +10,7 @@ from pathlib import Path
 from logtool.recovery.lock import LockSet
 from logtool.recovery.quarantine import Run
 from logtool.recovery.writer import PartitionDir
+from logtool.store.layout import LOGTOOL_TEMP
 
 # Test-only: stop (SIGKILL, or SIGSTOP for the lock tests) at the n-th durable step of a repair.
 STOP_AT_ENV = "LOGTOOL_TEST_STOP_AT"
@@ -77,3 +78,13 @@ def new_session(partition_dirs: list[Path], quarantine: Path, label: str, comman
     # A quarantine inside a log dir, or inside a partition dir, would itself be damage to the broker.
     inside = log_dirs + [p.absolute() for p in partition_dirs]
     return Session(log_dirs, lambda: Run.start(quarantine, label, command, inside))
+
+
+def sweep_temporaries(session: Session, dirs: set[tuple[Path, bool]]) -> None:
+    """Remove the temporary files a killed repair left in these directories ((path, is a log dir root)):
+    they hold only bytes that a step writes again, never a byte of the log."""
+    for path, root in dirs:
+        pdir = session.log_dir_root(path) if root else session.partition_dir(path)
+        for name in pdir.names():
+            if LOGTOOL_TEMP.match(name) and pdir.meta(name) is not None:
+                pdir.unlink(name)

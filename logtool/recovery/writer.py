@@ -83,6 +83,9 @@ class PartitionDir:
         st = os.fstat(self.fd)
         return FileMeta(0, st.st_uid, st.st_gid, 0o644, st.st_mtime_ns)
 
+    def names(self) -> list[str]:
+        return os.listdir(self.fd)
+
     def open_read(self, name: str) -> int:
         return os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=self.fd)
 
@@ -108,7 +111,7 @@ class PartitionDir:
 
     def replace(self, name: str, data: bytes | Iterator[bytes], like: FileMeta) -> None:
         """Put `data` under `name` atomically, with the owner, group and mode of `like`."""
-        tmp = f".{name}.logtool-{secrets.token_hex(8)}.tmp"
+        tmp = f".{name}.logtool-{secrets.token_hex(8)}.tmp"  # store.layout.LOGTOOL_TEMP knows this shape
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=self.fd)
         try:
             for chunk in ([data] if isinstance(data, (bytes, bytearray)) else data):

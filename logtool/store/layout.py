@@ -19,7 +19,8 @@ CLUSTER_METADATA = "__cluster_metadata-0"
 
 _SUFFIXED_DIR = re.compile(r"^(\S+)-(\S+)\.(\S+)-(delete|future|stray)$")
 _SEGMENT_FILE = re.compile(r"^(\d+)\.(log|index|timeindex|txnindex|snapshot)((?:\.deleted|\.cleaned|\.swap))?$")
-_LOGTOOL_TEMP = re.compile(r"^\..+\.logtool-[0-9a-f]+\.tmp$")
+# The temporary files logtool's writer makes (recovery/writer.py): `.<name>.logtool-<hex>.tmp`.
+LOGTOOL_TEMP = re.compile(r"^\..+\.logtool-[0-9a-f]+\.tmp$")
 _KRAFT_SNAPSHOT = re.compile(r"^(\d{20})-(\d{10})\.checkpoint(\.part|\.deleted)?$|^\d{20}-\d{10}-.*\.checkpoint\.part$")
 
 
@@ -82,7 +83,7 @@ def classify_file(name: str) -> FileName:
         return FileName(FileKind.PARTITION_METADATA)
     if name == "quorum-state" or _KRAFT_SNAPSHOT.match(name):
         return FileName(FileKind.KRAFT)
-    if _LOGTOOL_TEMP.match(name):
+    if LOGTOOL_TEMP.match(name):
         return FileName(FileKind.LOGTOOL_TEMP)
     return FileName(FileKind.UNKNOWN)
 
