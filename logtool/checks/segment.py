@@ -173,7 +173,8 @@ def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | Non
                                        f"were being written while they were read; the broker (pid {writer_pid}) holds "
                                        f"the log dir's lock and is running", walk.stop.position)
     elif walk.stop is not None:
-        rep.first_invalid_position = walk.stop.position
+        if walk.shrunk_at is None:  # a file cut under the reader is not damage recovery would cut
+            rep.first_invalid_position = walk.stop.position
         sink.findings.append(walk.stop_finding(name, active))
     for check in index_checks:
         check.finish(walk, rep.last_offset)

@@ -19,7 +19,7 @@ from logtool.render.jsonout import emit_json
 from logtool.render.text import console, render_verify
 
 # What `index verify` reports besides the index group: index files without a log, and what stops reading.
-_ALSO_INDEX_VERIFY = {"ORPHAN_INDEX", "UNREADABLE", "NOT_KAFKA"}
+_ALSO_INDEX_VERIFY = {"ORPHAN_INDEX", "UNREADABLE", "NOT_KAFKA", "FILE_SHRANK_WHILE_READ"}
 
 
 @click.group("index")

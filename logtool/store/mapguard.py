@@ -108,13 +108,15 @@ class Guard:
         return f"<Guard {state}>"
 
 
-def guard(buf) -> Guard:
+def guard(buf, hold: bool = True) -> Guard:
     """Guard a read-only buffer (an mmap opened with ACCESS_READ; b"" and other bytes-like objects are
     accepted and simply never fault). Raises TableFullError when all SLOTS slots are in use (a mapping
-    left registered: refusing beats reading it unguarded), ValueError for a writable buffer."""
+    left registered: refusing beats reading it unguarded), ValueError for a writable buffer.
+    `hold=False` is for a buffer that owns its Guard and closes it before it unmaps (mapping.GuardedMap):
+    the Guard then keeps no reference back, so the two make no cycle."""
     if _c is None:
-        return Guard(buf, None)
-    return Guard(buf, _c.register(buf))
+        return Guard(buf if hold else None, None)
+    return Guard(buf if hold else None, _c.register(buf))
 
 
 def handler_state() -> str:

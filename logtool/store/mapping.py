@@ -7,6 +7,8 @@ import os
 import stat
 from pathlib import Path
 
+from logtool.store.mapguard import guard
+
 _WHAT = {stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a character device",
          stat.S_IFBLK: "a block device", stat.S_IFDIR: "a directory"}
 
@@ -27,12 +29,33 @@ def open_regular(path: Path) -> tuple[int, int]:
     return fd, st.st_size
 
 
+class GuardedMap(mmap.mmap):
+    """A read-only mapping that a file cut short under it cannot kill the process through: a page past the
+    new end reads as zeros (store/mapguard.py), and `faulted_at` says from where."""
+
+    def __new__(cls, fd: int, size: int):
+        self = super().__new__(cls, fd, size, access=mmap.ACCESS_READ)
+        self._guard = guard(self, hold=False)
+        return self
+
+    def faulted_at(self) -> int | None:
+        """None, or the offset (page-aligned) from which the file was gone when it was read."""
+        return self._guard.faulted_at()
+
+    def close(self) -> None:
+        self._guard.close()  # before the unmap: the addresses may be reused by another mapping
+        super().close()
+
+    def __del__(self) -> None:
+        self._guard.close()
+
+
 def open_readonly(path: Path) -> tuple[object, int]:
-    """A read-only buffer over a file (an mmap, or b"" when empty) and its size. Raises OSError."""
+    """A read-only buffer over a file (a GuardedMap, or b"" when empty) and its size. Raises OSError."""
     fd, size = open_regular(path)
     try:
         if size == 0:
             return b"", 0
-        return mmap.mmap(fd, size, access=mmap.ACCESS_READ), size
+        return GuardedMap(fd, size), size
     finally:
         os.close(fd)

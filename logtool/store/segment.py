@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 from logtool.findings import Finding, finding
 from logtool.format.batch import BatchView, FrameStop, read_entry
 from logtool.format.records import RecordError, first_legacy_offset, iter_records, parse_control
-from logtool.store.mapping import open_readonly
+from logtool.store.mapping import GuardedMap, open_readonly
 from logtool.store.sidefile import SideFile, read_side
 
 if TYPE_CHECKING:
@@ -54,6 +54,7 @@ class WalkOutcome:
     batches: int = 0
     stop: FrameStop | None = None
     stop_view: BatchView | None = None  # the batch that failed validation, when there was one
+    shrunk_at: int | None = None  # the file was cut short under the reader: from here on it read zeros
 
     def stop_finding(self, file: str, active: bool) -> Finding | None:
         """The finding that says why the valid prefix ends before the file does; None when it does not.
@@ -61,6 +62,10 @@ class WalkOutcome:
         stop = self.stop
         if stop is None:
             return None
+        if self.shrunk_at is not None:
+            return finding("FILE_SHRANK_WHILE_READ", f"the file was cut short while it was read: it ended before byte "
+                                                     f"{self.shrunk_at + mmap.PAGESIZE}, so reading stopped at byte "
+                                                     f"{stop.position} of {self.size}", file, stop.position)
         # Zeros at the end of the active segment are what preallocation (or a crash mid-write) leaves.
         name = "PREALLOCATED_TAIL" if stop.reason == "ZERO_TAIL" and active else stop.reason
         offset = self.stop_view.base_offset if self.stop_view is not None else None
@@ -163,6 +168,8 @@ class Segment:
             walk.valid_bytes = pos
             walk.batches += 1
             yield entry
+        if walk.stop is not None and isinstance(buf, GuardedMap):
+            walk.shrunk_at = buf.faulted_at()
 
 
 def _with_legacy_base(buf, view: BatchView) -> BatchView:
