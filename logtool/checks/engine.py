@@ -13,7 +13,7 @@ from logtool.checks.partition import PartitionReport, check_partition
 from logtool.store.segment import Lens
 from logtool.checks.shutdown import check_clean_shutdown
 from logtool.store.pacing import ReadPolicy
-from logtool.store.layout import PathKind, kind_of, parse_partition_dir
+from logtool.store.layout import PathKind, classify_path, parse_partition_dir
 from logtool.store.partition import Partition
 from logtool import exitcodes
 
@@ -68,7 +68,7 @@ def plan_targets(paths: list[Path], report: Report) -> list[Target]:
     targets: list[Target] = []
     for path in paths:
         try:
-            kind = kind_of(path)
+            kind = classify_path(path)
             if kind == PathKind.LOG_DIR:
                 ld = check_log_dir(path)
                 report.log_dirs.append(ld)

@@ -8,7 +8,8 @@ from pathlib import Path
 import click
 
 from logtool.reads import decoders
-from logtool.commands.find import open_partition, parse_time
+from logtool.commands.options import parse_time
+from logtool.store.partition import NotAPartition, open_partition
 from logtool.commands.options import format_option
 from logtool.render import dump_json, dump_text
 from logtool.reads.ranges import RangePlan, Stats, plan_range, read_range
@@ -56,7 +57,10 @@ def command(path: Path, from_offset: int | None, to_offset: int | None, from_tim
     if (from_offset is not None and to_offset is not None and to_offset < from_offset) or \
             (start_ms is not None and end_ms is not None and end_ms < start_ms):
         raise click.UsageError("the range ends before it starts")
-    part = open_partition(path)
+    try:
+        part = open_partition(path)
+    except NotAPartition as e:
+        raise click.ClickException(str(e)) from None
     stats = Stats()
     try:
         p = plan_range(part, from_offset, to_offset, start_ms, end_ms)

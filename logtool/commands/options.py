@@ -1,6 +1,7 @@
 """Options shared by several subcommands."""
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from pathlib import Path
 
 import click
@@ -21,3 +22,17 @@ def spare_page_cache_option(default: bool):
         "--spare-page-cache/--no-spare-page-cache", default=default, show_default=True,
         help="give the pages this run brings into the page cache back once read, and leave the pages that "
              "were cached before (a live broker's) where they are")
+
+
+def parse_time(text: str) -> int:
+    """Epoch milliseconds, or ISO-8601 (a time without a zone is UTC)."""
+    text = text.strip()
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is neither epoch milliseconds nor an ISO-8601 time") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return int(moment.timestamp() * 1000)

@@ -19,7 +19,7 @@ from logtool.reads.salvage import next_batch
 from logtool.recovery.index_rebuild import plan_index_rebuild
 from logtool.rules.expected_index import ExpectedIndexes
 from logtool.rules.transactions import TxnTracker
-from logtool.store.layout import FileKind, PathKind, kind_of, parse_partition_dir
+from logtool.store.layout import FileKind, PathKind, classify_path, parse_partition_dir
 from logtool.store.partition import Partition
 from logtool.store.segment import Segment, WalkOutcome
 from logtool.store.sidefile import read_side
@@ -384,7 +384,7 @@ def _plan_checkpoints(result: RepairPlan, log_dirs: dict[Path, LogDirReport]) ->
         ld = log_dirs.get(log_dir)
         if ld is None:
             try:
-                if kind_of(log_dir) is not PathKind.LOG_DIR:
+                if classify_path(log_dir) is not PathKind.LOG_DIR:
                     continue
                 ld = check_log_dir(log_dir)
             except OSError:

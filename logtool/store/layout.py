@@ -95,7 +95,7 @@ class PathKind(Enum):
     NOT_KAFKA = "not Kafka"
 
 
-def kind_of(path: Path) -> PathKind:
+def classify_path(path: Path) -> PathKind:
     """Decide what a PATH given on the command line is. Raises OSError when it cannot be read."""
     path.stat()  # raises for a missing or unreachable path before anything else is decided
     if not path.is_dir():

@@ -34,6 +34,16 @@ class Hit:
     timestamp: int | None  # the record's timestamp, for timestamp queries
     cost: Cost
 
+    def to_dict(self) -> dict:
+        b = self.batch
+        return {
+            "offset": self.offset, "timestamp": self.timestamp, "segment": str(self.segment.log_path),
+            "position": b.position, "batch_base_offset": b.base_offset, "batch_last_offset": b.last_offset,
+            "batch_size": b.size, "batch_max_timestamp": b.max_timestamp, "magic": b.magic,
+            "index_entries_read": self.cost.index_entries_read, "log_bytes_read": self.cost.log_bytes_read,
+            "index_notes": self.cost.notes,
+        }
+
 
 def _floor_entry(path, entry_size: int, unpack: Callable, key: int, cost: Cost, label: str):
     """The last index entry whose key is <= `key`, as (index, entry) or None; checks the entries around it
