@@ -25,11 +25,14 @@ _I64 = struct.Struct(">q")
 
 class RecordError(Exception):
     """Records of a batch cannot be read the way Kafka would read them. `kind` names the finding of the
-    catalog that reports it; `iter_records` fills it in from the batch where the raiser could not know."""
+    catalog that reports it; `iter_records` fills it in from the batch where the raiser could not know.
+    `fatal`: where Kafka throws something other than an invalid-record error (a codec that is not one, a
+    stream that does not decompress: KafkaException), which its recovery does not catch."""
 
-    def __init__(self, message: str, kind: str | None = None) -> None:
+    def __init__(self, message: str, kind: str | None = None, fatal: bool = False) -> None:
         super().__init__(message)
         self.kind = kind
+        self.fatal = fatal
 
 
 def _unreadable_kind(view: BatchView) -> str:
@@ -81,7 +84,7 @@ def batch_payload(buf, view: BatchView) -> bytes | memoryview:
     try:
         return decompress(view.codec, data, view.magic)
     except CodecError as e:
-        raise RecordError(f"Failed to decompress record stream: {e}") from None
+        raise RecordError(f"Failed to decompress record stream: {e}", fatal=True) from None
 
 
 def iter_records(buf, view: BatchView) -> Iterator[Record]:

@@ -159,9 +159,10 @@ class Segment:
             if entry.base_offset is None:  # a compressed legacy wrapper
                 entry = _with_legacy_base(buf, entry)
             elif entry.attributes & 0x20 and entry.magic >= 2 and entry.producer_id >= 0:  # a producer's control batch
-                reason = _marker_problem(buf, entry)
-                if reason:
-                    walk.stop = FrameStop(pos, "BAD_TXN_MARKER", reason)
+                problem = _marker_problem(buf, entry)
+                if problem:
+                    reason, fatal = problem
+                    walk.stop = FrameStop(pos, "RECOVERY_FAILS" if fatal else "BAD_TXN_MARKER", reason)
                     walk.stop_view = entry
                     break
             pos += entry.size
@@ -180,14 +181,17 @@ def _with_legacy_base(buf, view: BatchView) -> BatchView:
         return view  # stays None: the deep checks report why the wrapper cannot be read
 
 
-def _marker_problem(buf, view: BatchView) -> str | None:
-    """Recovery replays producer state, which decodes the first record of a producer's control batch."""
+def _marker_problem(buf, view: BatchView) -> tuple[str, bool] | None:
+    """Recovery replays producer state, which decodes the first record of a producer's control batch:
+    (why that fails, whether Kafka's recovery fails with it instead of cutting the log there)."""
+    if view.attributes & 0x07 > 4:
+        return f"Unknown compression type id: {view.attributes & 0x07}", True  # CompressionType.forId throws
     try:
         first = next(iter_records(buf, view), None)
         if first is not None:
             marker = parse_control(first)
             if marker.type_id not in (0, 1):
-                return f"Invalid control record type for end transaction marker: {marker.type_id}"
+                return f"Invalid control record type for end transaction marker: {marker.type_id}", False
     except RecordError as e:
-        return str(e)
+        return str(e), e.fatal
     return None
