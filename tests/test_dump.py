@@ -509,3 +509,16 @@ def test_damaged_kafka_segments_never_raise(tmp_path, src, where, bit, cut):
         intact = {v.position for v in seg.walk() if v.position + v.size <= len(data) and not v.position <= i < v.position + v.size}
     read = dump_bytes(tmp_path, bytes(data))
     assert intact <= read  # salvage reads every batch the damage left whole
+
+
+def test_offsets_going_backwards_are_said_in_band_and_exit_4():
+    """Kafka keeps the batch (its checksum holds), so reading goes on past it; dump says so, as verify does."""
+    part = kafka_case("corrupt-offset-backwards")
+    rc, out, _ = dump(part, "--format", "jsonl")
+    damage = [o for o in objects(out) if o["type"] == "damage"]
+    assert rc == 4 and [d["finding"]["name"] for d in damage] == ["OFFSET_NOT_INCREASING"]
+    assert damage[0]["reading_goes_on"] is True
+    later = [o for o in objects(out) if o["type"] == "record" and o["batch"]["position"] > damage[0]["position"]]
+    assert later, "the records after the batch are still read"
+    rc, text, _ = dump(part)
+    assert rc == 4 and "LT111 OFFSET_NOT_INCREASING" in text

@@ -136,3 +136,18 @@ def _holds_400mb():
                         "print([l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1])"],
                        capture_output=True, text=True)
     assert int(p.stdout) < RSS_LIMIT_MB * 1024, f"peak RSS {int(p.stdout) // 1024} MB"
+
+
+def test_a_partition_without_segments_is_reported_and_its_lost_records_named(tmp_path):
+    """Kafka starts such a partition empty at its log start; the checkpoints say it held offsets 0..239."""
+    shutil.copytree(ROOT / "fixtures" / "sample-logdir", tmp_path / "ld")
+    part = tmp_path / "ld" / "orders-0"
+    for f in part.iterdir():
+        if f.name != "partition.metadata":
+            f.unlink()
+    p = run_capped("verify", "--format", "json", str(tmp_path / "ld"))
+    doc = json.loads(p.stdout)
+    mine = next(x for x in doc["partitions"] if x["path"].endswith("orders-0"))
+    names = {f["name"] for f in mine["findings"]}
+    assert "NO_SEGMENTS" in names and {"RECOVERY_POINT_BEYOND_LOG", "HIGH_WATERMARK_BEYOND_LOG"} & names
+    assert p.returncode == 4

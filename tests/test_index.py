@@ -83,7 +83,7 @@ TIDX = "00000000000000000094.timeindex"
     (lambda p: _rewrite(p / IDX, lambda d: d.extend(b"\x00\x00\x01")), "INDEX_CORRUPT"),
     (lambda p: _rewrite(p / IDX, lambda d: struct.pack_into(">i", d, 4, struct.unpack_from(">i", d, 4)[0] + 5)), "INDEX_WRONG_POSITION"),
     (lambda p: _rewrite(p / IDX, lambda d: d.__setitem__(slice(0, 16), d[8:16] + d[0:8])), "INDEX_NOT_INCREASING"),
-    (lambda p: _rewrite(p / IDX, lambda d: d.extend(struct.pack(">ii", 900, 10**7))), "INDEX_BEYOND_LOG"),
+    (lambda p: _rewrite(p / IDX, lambda d: d.extend(struct.pack(">ii", 900, 10**7))), "INDEX_PAST_LOG_END"),
     (lambda p: _rewrite(p / IDX, lambda d: d.extend(bytes(800))), "INDEX_PREALLOCATED_CLOSED"),
     (lambda p: _rewrite(p / TIDX, lambda d: struct.pack_into(">q", d, len(d) - 12, 5)), "TIMEINDEX_CORRUPT"),
     (lambda p: _rewrite(p / TIDX, lambda d: struct.pack_into(">q", d, 0, struct.unpack_from(">q", d, 0)[0] - 1)), "TIMEINDEX_WRONG_ENTRY"),
@@ -169,3 +169,14 @@ def test_apply_refuses_while_a_broker_holds_the_lock(case_copy, tmp_path_factory
 def test_restore_rejects_what_is_not_a_run(tmp_path):
     p = run_logtool("restore", str(tmp_path))
     assert p.returncode == 8 and "not a logtool quarantine run" in p.stderr
+
+
+def test_entries_past_a_damaged_tail_are_healed_by_recovery_so_only_a_warning(case_copy):
+    """The same entry past the end of a whole log is an error (INDEX_PAST_LOG_END, above); past a damaged
+    tail, which recovery cuts and then rebuilds the indexes, it is a warning."""
+    def edit(p):
+        log = p / "00000000000000000094.log"
+        _rewrite(log, lambda d: d.extend(b"\x00\x00\x00\x00\x00\x00\x00\x00\x7f\xff\xff\xff" + bytes(100)))
+        _rewrite(p / IDX, lambda d: d.extend(struct.pack(">ii", 900, log.stat().st_size - 50)))
+    names = damaged(case_copy, edit)
+    assert "INDEX_BEYOND_LOG" in names and "INDEX_PAST_LOG_END" not in names

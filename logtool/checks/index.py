@@ -17,6 +17,12 @@ def _entries(n: int) -> str:
     return f"{n} entry" if n == 1 else f"{n} entries"
 
 
+def _beyond(walk: WalkOutcome) -> str:
+    """Entries past the valid log: into a damaged tail, which the recovery that cuts it heals by rebuilding
+    the indexes; or past the end of a whole log, which nothing heals."""
+    return "INDEX_BEYOND_LOG" if walk.stop is not None else "INDEX_PAST_LOG_END"
+
+
 def _load(side: SideFile, entry_size: int, base: int, active: bool, rep: Sink) -> tuple[memoryview, int] | None:
     """The index bytes and the number of meaningful entries (a preallocated zero tail excluded)."""
     if side.data is None:
@@ -93,8 +99,8 @@ class OffsetIndexCheck:
                                                      f"which is not the start of a batch", pos, offset)
             self._advance()
         if beyond:
-            self.rep.add("INDEX_BEYOND_LOG", f"{_entries(beyond)} at or past byte {walk.valid_bytes}, "
-                                             f"the end of the valid log")
+            self.rep.add(_beyond(walk), f"{_entries(beyond)} at or past byte {walk.valid_bytes}, "
+                                        f"the end of the valid log")
         if self.prev is not None and last_offset is not None and self.prev[0] > last_offset and not beyond:
             self.rep.add("INDEX_WRONG_POSITION", f"last entry names offset {self.prev[0]}, beyond the segment's "
                                                  f"last offset {last_offset}", self.prev[1], self.prev[0])
@@ -153,8 +159,7 @@ class TimeIndexCheck:
             beyond += 1
             self._advance()
         if beyond:
-            self.rep.add("INDEX_BEYOND_LOG", f"{_entries(beyond)} past the last valid offset "
-                                             f"{last_offset}")
+            self.rep.add(_beyond(walk), f"{_entries(beyond)} past the last valid offset {last_offset}")
 
 
 class TxnIndexCheck:
@@ -219,6 +224,6 @@ class TxnIndexCheck:
                                              f"{extra.last_offset}, but the log holds no such abort marker",
                         None, extra.last_offset)
             else:
-                rep.add("INDEX_BEYOND_LOG", f"lists an abort at offset {extra.last_offset}, past the last valid "
-                                            f"offset {last_offset}", None, extra.last_offset)
+                rep.add(_beyond(walk), f"lists an abort at offset {extra.last_offset}, past the last valid "
+                                       f"offset {last_offset}", None, extra.last_offset)
 

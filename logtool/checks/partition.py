@@ -85,6 +85,9 @@ def finish_partition(part: Partition, rep: PartitionReport) -> None:
     if not part.single_file:
         _check_dir_name(part, rep)
         _check_other_files(part, rep)
+        if not part.segments:
+            rep.findings.append(finding("NO_SEGMENTS", "the directory holds no segment; the broker starts the partition "
+                                        "empty at its checkpointed log start offset", part.path.name))
 
 
 # What the broker does at load with a partition directory renamed with a suffix (LogManager.loadLog).

@@ -4,6 +4,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from logtool.findings import Finding, Sink
+from logtool.rules.offsets import offsets_go_back
 from logtool.rules.transactions import TxnTracker
 from logtool.checks.index import OffsetIndexCheck, TimeIndexCheck, TxnIndexCheck
 from logtool.checks.records import check_records
@@ -61,9 +62,8 @@ class _BatchRules:
         first = v.base_offset if v.base_offset is not None else last
         if self.prev_last is None:
             self._first_batch(v, first)
-        elif first <= self.prev_last or last < first:
-            self._report("OFFSET_NOT_INCREASING", f"batch at byte {v.position} covers offsets {first}..{last} "
-                                                  f"after a batch ending at offset {self.prev_last}", v, first)
+        elif (backwards := offsets_go_back(self.prev_last, v)) is not None:
+            self._report("OFFSET_NOT_INCREASING", backwards, v, first)
         if not 0 <= last - self.base <= MAX_RELATIVE_OFFSET:
             self._report("OFFSET_OVERFLOW", f"offset {last} is not within 2^31-1 of the segment base {self.base}", v, last)
         if magic > 2:
@@ -178,5 +178,6 @@ def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | Non
         sink.findings.append(walk.stop_finding(name, active))
     for check in index_checks:
         check.finish(walk, rep.last_offset)
+
     rep.findings = sink.done()
     return rep

@@ -19,6 +19,7 @@ from logtool.format.kraft import control_value
 from logtool.format.records import ControlRecord, Record, RecordError, iter_records, parse_control
 from logtool.store.partition import Partition
 from logtool.reads.salvage import next_batch
+from logtool.rules.offsets import offsets_go_back
 from logtool.store.seek import SeekError, seek_offset, seek_timestamp
 from logtool.store.segment import Segment, WalkOutcome
 
@@ -109,6 +110,11 @@ class Damage(NamedTuple):
     bytes_following: int
 
 
+class Anomaly(NamedTuple):
+    segment: Segment
+    finding: Finding  # damage Kafka's recovery keeps (offsets going backwards): reading goes on
+
+
 class Skipped(NamedTuple):
     segment: Segment
     start: int
@@ -116,7 +122,7 @@ class Skipped(NamedTuple):
     resumed: bool  # a valid batch starts at `end`
 
 
-Event = SegmentStart | BatchRead | Damage | Skipped
+Event = SegmentStart | BatchRead | Damage | Anomaly | Skipped
 
 
 @dataclass(slots=True)
@@ -141,10 +147,13 @@ def read_range(part: Partition, p: RangePlan, stats: Stats, salvage: bool = Fals
         with seg:
             stats.segments_read += 1
             started = False
+            prev_last = None
             while True:
                 walk = WalkOutcome(seg.size)
                 for view in seg.walk(walk, start=position):
                     stats.log_bytes_walked += view.size
+                    backwards = offsets_go_back(prev_last, view)
+                    prev_last = view.last_offset
                     base = view.base_offset if view.base_offset is not None else view.last_offset
                     if base > last:
                         return
@@ -153,6 +162,10 @@ def read_range(part: Partition, p: RangePlan, stats: Stats, salvage: bool = Fals
                     if not started:
                         started = True
                         yield SegmentStart(seg)
+                    if backwards is not None:
+                        stats.damaged = True
+                        yield Anomaly(seg, finding("OFFSET_NOT_INCREASING", backwards, seg.log_path.name,
+                                                   view.position, view.base_offset))
                     if batches_only:
                         stats.batches += 1
                         yield BatchRead(seg, view, None, None, None)

@@ -2,7 +2,8 @@
 damage met) or as one JSON document holding the same objects under "events".
 
 Every object has a "type": "record", "batch", "damage" (a segment's valid prefix ended: where, why, how
-many bytes follow), "skipped" (bytes --salvage passed over) or "records_unreadable" (a batch whose records
+many bytes follow; or, with "reading_goes_on", damage Kafka's recovery keeps, such as offsets going
+backwards), "skipped" (bytes --salvage passed over) or "records_unreadable" (a batch whose records
 could not all be decoded). Record objects are built as text rather than through json.dumps of a dict:
 the batch part is encoded once per batch, keys and values go through the decoders' JSON encoders. This
 is about a third of a dump's time (`make bench`, bench/results/dump.md).
@@ -16,7 +17,7 @@ from typing import TextIO
 
 from logtool.reads.decoders import Decoder
 from logtool.format.batch import BatchView
-from logtool.reads.ranges import BatchRead, Control, Damage, Event, Skipped, Stats
+from logtool.reads.ranges import Anomaly, BatchRead, Control, Damage, Event, Skipped, Stats
 
 
 def _dumps(obj: object) -> str:
@@ -73,6 +74,10 @@ def objects(events: Iterable[Event], key: Decoder, value: Decoder) -> Iterable[s
             f = ev.finding
             yield _dumps({"type": "damage", "segment": f.file, "position": f.position,
                           "bytes_following": ev.bytes_following, "finding": f.to_dict()})
+        elif isinstance(ev, Anomaly):
+            f = ev.finding
+            yield _dumps({"type": "damage", "segment": f.file, "position": f.position, "bytes_following": None,
+                          "reading_goes_on": True, "finding": f.to_dict()})
         elif isinstance(ev, Skipped):
             yield _dumps({"type": "skipped", "segment": ev.segment.log_path.name, "start": ev.start,
                           "end": ev.end, "bytes": ev.end - ev.start, "resumed": ev.resumed})

@@ -16,7 +16,7 @@ from typing import TextIO
 from logtool.reads.decoders import Decoder
 from logtool.format.batch import BatchView
 from logtool.format.records import Record
-from logtool.reads.ranges import BatchRead, Control, Damage, Event, SegmentStart, Skipped
+from logtool.reads.ranges import Anomaly, BatchRead, Control, Damage, Event, SegmentStart, Skipped
 
 # Kafka's labels for KRaft control records whose value it prints as JSON (others: `controlType: NAME(id)`).
 _KRAFT_LABELS = {2: " LeaderChange: ", 3: " SnapshotHeader ", 4: " SnapshotFooter ", 5: " KRaftVersion ",
@@ -91,6 +91,10 @@ def render(events: Iterable[Event], out: TextIO, key: Decoder | None, value: Dec
         elif isinstance(ev, Damage):
             f = ev.finding
             out.write(f"Reading stopped at byte {f.position} of {f.file}: {f.code} {f.name}: {f.message}\n")
+        elif isinstance(ev, Anomaly):
+            f = ev.finding
+            out.write(f"Damage at byte {f.position} of {f.file} (reading goes on, as Kafka's recovery keeps it): "
+                      f"{f.code} {f.name}: {f.message}\n")
         elif isinstance(ev, Skipped):
             why = f"a valid batch starts at byte {ev.end}" if ev.resumed else "no valid batch follows in the file"
             out.write(f"Skipped {ev.end - ev.start} bytes of {ev.segment.log_path.name} from byte {ev.start}: {why}\n")
