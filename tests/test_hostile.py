@@ -7,6 +7,7 @@ import json
 import os
 import resource
 import shutil
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -151,3 +152,52 @@ def test_a_partition_without_segments_is_reported_and_its_lost_records_named(tmp
     names = {f["name"] for f in mine["findings"]}
     assert "NO_SEGMENTS" in names and {"RECOVERY_POINT_BEYOND_LOG", "HIGH_WATERMARK_BEYOND_LOG"} & names
     assert p.returncode == 4
+
+
+def _legacy_gzip_bomb(messages: int) -> bytes:
+    """A magic-0 gzip wrapper inflating to `messages` tiny inner messages (26 bytes each), its CRC right:
+    the shape that made the walker list every inner message to learn the first offset."""
+    import gzip
+    import zlib
+
+    body = bytes([0, 0]) + struct.pack(">ii", -1, -1)  # magic 0, attributes 0, null key, null value
+    crc = zlib.crc32(body)
+    one = struct.Struct(">qiI")
+    inner = bytearray()
+    for i in range(messages):
+        inner += one.pack(i, len(body) + 4, crc) + body
+    value = gzip.compress(bytes(inner), compresslevel=6)
+    wrapper = bytes([0, 1]) + struct.pack(">i", -1) + struct.pack(">i", len(value)) + value
+    return struct.pack(">qiI", messages - 1, len(wrapper) + 4, zlib.crc32(wrapper)) + wrapper
+
+
+def _v2_bad_records_bomb(records: int) -> bytes:
+    """One v2 batch of `records` 7-byte records that all claim offset delta 0 and a timestamp past the batch
+    max: each record after the first is a finding; the CRC is right."""
+    import crc32c
+
+    rec = bytes([0x0C, 0x00, 0x02, 0x00, 0x01, 0x01, 0x00])  # length 6, attrs, ts delta 1, offset delta 0, -1, -1, 0
+    body = (struct.pack(">hiqqqhii", 0, records - 1, 1_700_000_000_000, 1_700_000_000_000, -1, -1, -1, records)
+            + rec * records)  # attributes .. record count, then the records
+    header_tail = struct.pack(">iB", 0, 2)  # partition leader epoch, magic
+    crc = crc32c.crc32c(body)
+    length = len(header_tail) + 4 + len(body)
+    return struct.pack(">qi", 0, length) + header_tail + struct.pack(">I", crc) + body
+
+
+@pytest.mark.parametrize("bomb", [lambda: _legacy_gzip_bomb(1_000_000), lambda: _v2_bad_records_bomb(1_000_000)],
+                         ids=["legacy-wrapper-of-a-million-messages", "v2-batch-of-a-million-bad-records"])
+def test_bombs_stay_within_memory_and_time(tmp_path, bomb):
+    part = tmp_path / "bomb-0"
+    part.mkdir()
+    (part / "00000000000000000000.log").write_bytes(bomb())
+    for args in (["scan"], ["verify"], ["verify", "--deep", "--format", "json"], ["dump", "--max-records", "5"],
+                 ["dump", "--batches-only"]):
+        p = run_capped(*args, str(part), timeout=120)
+        assert p.returncode in (0, 4) and "Traceback" not in p.stderr and "internal error" not in p.stderr, (args, p.stderr)
+        if "--deep" in args:
+            findings = [f for s in json.loads(p.stdout)["partitions"][0]["segments"] for f in s["findings"]]
+            per_kind = {}
+            for f in findings:
+                per_kind[f["name"]] = per_kind.get(f["name"], 0) + 1
+            assert all(n <= 6 for n in per_kind.values()), per_kind  # the cap, plus its "N more" line
