@@ -22,7 +22,8 @@ class FileChange:
     path: Path
     old_size: int | None  # None: the file does not exist
     new: bytes = field(repr=False)
-    changed: bool = True
+    changed: bool = True  # the file will be written: a check found it wrong (or it is missing) and it differs
+    differs: bool = True  # it differs from what recovery builds, wrong or not (a broker-built index may)
 
     @classmethod
     def against_disk(cls, path: Path, new: bytes) -> "FileChange":
@@ -32,7 +33,8 @@ class FileChange:
         except FileNotFoundError:
             return cls(path, None, new)
         try:
-            return cls(path, size, new, size != len(new) or memoryview(old) != new)
+            differs = size != len(new) or memoryview(old) != new
+            return cls(path, size, new, differs, differs)
         finally:
             if hasattr(old, "close"):
                 old.close()
@@ -45,7 +47,7 @@ class FileChange:
         size = ENTRY_SIZES[self.suffix]
         return {"file": str(self.path), "old_size": self.old_size, "new_size": len(self.new),
                 "old_entries": None if self.old_size is None else self.old_size // size,
-                "new_entries": len(self.new) // size, "changed": self.changed}
+                "new_entries": len(self.new) // size, "changed": self.changed, "differs": self.differs}
 
 
 @dataclass(slots=True)
@@ -68,9 +70,12 @@ class IndexPlan:
                 "offset_overflow": self.overflow}
 
 
-def plan_index_rebuild(part: Partition, interval: int, kept: dict[str, int] | None = None) -> IndexPlan:
+def plan_index_rebuild(part: Partition, interval: int, kept: dict[str, int] | None = None,
+                       wrong: set[str] | None = None) -> IndexPlan:
     """What every index of the partition would be after Kafka's recovery, from each valid prefix. `kept`
-    (a repair's plan) maps each segment that stays to the bytes of it that stay; the others are left out."""
+    (a repair's plan) maps each segment that stays to the bytes of it that stay; the others are left out.
+    `wrong`: the index files a check found wrong; only those (and missing ones) are written. An index built
+    while appending can differ from the one recovery builds and still be right. None: every one that differs."""
     result = IndexPlan(part.path)
     txns = TxnTracker(history_complete=not part.single_file and bool(part.segments) and part.segments[0].base_offset == 0)
     for seg in part.segments:
@@ -101,7 +106,10 @@ def plan_index_rebuild(part: Partition, interval: int, kept: dict[str, int] | No
                 result.txn_unknown.append(path.name)  # aborts of transactions opened before the data on disk
                 continue
             try:
-                result.changes.append(FileChange.against_disk(path, bytes(data)))
+                change = FileChange.against_disk(path, bytes(data))
+                if wrong is not None and change.old_size is not None and path.name not in wrong:
+                    change.changed = False
+                result.changes.append(change)
             except OSError as e:
                 result.unreadable.append(f"{path.name}: {e.strerror or e}")
     return result

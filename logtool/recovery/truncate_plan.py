@@ -223,7 +223,11 @@ def plan_partition(part: Partition, strict: bool, interval: int, excise: bool = 
                           f"valid record(s) (leaving an offset gap where the damage is)")
     if excise:
         kept.update({s.file: s.size for s in segs if s.file not in kept})
-    _plan_indexes(part, plan, kept, interval)
+    # Recovery rebuilds the indexes of the segments it cuts; others are rewritten only where a check finds
+    # them wrong (an index built while appending can differ from recovery's and still be right).
+    wrong = {f.file for s in segs for f in s.findings if f.kind.fix is Fix.REBUILD_INDEXES and f.file}
+    wrong |= {Path(segs[i].file).stem + x for i in cuts for x in _SEGMENT_SUFFIXES[1:]}
+    _plan_indexes(part, plan, kept, interval, wrong)
     for seg, r in pieces:
         _plan_piece_indexes(seg, r, plan, interval)
     _plan_side_files(part, plan)
@@ -295,8 +299,8 @@ def _log_end(segs, kept: dict[str, int], cuts, part: Partition, pieces) -> int |
     return end
 
 
-def _plan_indexes(part: Partition, plan: PartitionPlan, kept: dict[str, int], interval: int) -> None:
-    index_plan = plan_index_rebuild(part, interval, kept)
+def _plan_indexes(part: Partition, plan: PartitionPlan, kept: dict[str, int], interval: int, wrong: set[str]) -> None:
+    index_plan = plan_index_rebuild(part, interval, kept, wrong)
     for name in index_plan.overflow:
         plan.notes.append(f"{name} holds offsets more than 2^31-1 past its base (OFFSET_OVERFLOW): Kafka splits it at "
                           f"load; its indexes are left as they are")
