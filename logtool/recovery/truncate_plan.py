@@ -192,10 +192,14 @@ def plan_partition(part: Partition, strict: bool, interval: int, excise: bool = 
         kept[s.file] = position
         runs = valid_runs(part.segments[i], position)
         removed = _batches_from(part, s.file, position, counts[i]) if position < s.valid_bytes else (None, 0)
-        plan.actions.append(Action("truncate", [s.file], s.size - position, (position, s.size), removed[0], removed[1],
-                                   to_bytes=position, detail=f"{finding.code} {finding.name}: {finding.message}"))
         later = runs[1:]
         plan.salvageable_records += sum(r.records for r in later)
+        offsets, records = removed
+        if not excise and later:  # the valid batches past the damage go with the tail (--excise keeps them)
+            lo = offsets[0] if offsets else later[0].first
+            offsets, records = (lo, later[-1].last), records + sum(r.records for r in later)
+        plan.actions.append(Action("truncate", [s.file], s.size - position, (position, s.size), offsets, records,
+                                   to_bytes=position, detail=f"{finding.code} {finding.name}: {finding.message}"))
         if excise:
             gap_start = position
             for r in later:
