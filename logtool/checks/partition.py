@@ -1,6 +1,7 @@
 """Partition-level checks: the segment set, the files beside the segments, and per-partition metadata."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from logtool.findings import Finding, Severity, finding
@@ -9,7 +10,7 @@ from logtool.checks.logdir import side_text
 from logtool.rules.transactions import TxnTracker
 from logtool.rules.facts import PartitionFacts, partition_facts
 from logtool.checks.segment import SegmentReport, check_segment
-from logtool.store.segment import Lens
+from logtool.store.segment import Lens, Segment
 from logtool.format.meta import MetaError, partition_metadata, producer_snapshot
 from logtool.store.layout import FileKind
 from logtool.store.partition import Partition
@@ -49,13 +50,17 @@ class PartitionReport:
                 "files": self.files, "findings": [f.to_dict() for f in self.findings]}
 
 
-def check_partition(part: Partition, deep: bool, lens: Lens | None = None) -> PartitionReport:
-    rep = check_segments(part, deep, range(len(part.segments)), lens)
+def check_partition(part: Partition, deep: bool, lens: Lens | None = None,
+                    lens_for: Callable[[Segment], Lens] | None = None) -> PartitionReport:
+    """Every check of one partition. `lens` sees every batch of every segment; `lens_for` makes one more lens
+    for each segment, fed in the same walk."""
+    rep = check_segments(part, deep, range(len(part.segments)), lens, lens_for)
     finish_partition(part, rep)
     return rep
 
 
-def check_segments(part: Partition, deep: bool, which: range, lens: Lens | None = None) -> PartitionReport:
+def check_segments(part: Partition, deep: bool, which: range, lens: Lens | None = None,
+                   lens_for: Callable[[Segment], Lens] | None = None) -> PartitionReport:
     """Walk the segments `which` of `part`: all of them, or one piece of a partition the audit split.
 
     A piece that does not start at the first segment replays transactions without their history, as for a
@@ -69,8 +74,9 @@ def check_segments(part: Partition, deep: bool, which: range, lens: Lens | None 
         seg = part.segments[i]
         try:
             with seg:
+                lenses = [x for x in (lens, lens_for(seg) if lens_for else None) if x is not None]
                 rep.segments.append(check_segment(seg, active=(i == last) and not part.single_file, deep=deep,
-                                                  txns=txns, lens=lens,
+                                                  txns=txns, lenses=lenses,
                                                   writer_pid=part.broker_pid if i == last else None))
         except OSError as e:
             rep.findings.append(finding("UNREADABLE", f"cannot read {seg.log_path.name}: {e.strerror or e}",

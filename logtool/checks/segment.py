@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from logtool.findings import Finding, Sink
 from logtool.rules.offsets import offsets_go_back
@@ -124,18 +125,18 @@ def _being_written(seg: Segment, walk: WalkOutcome) -> bool:
 
 
 def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | None = None,
-                  lens: Lens | None = None, writer_pid: int | None = None) -> SegmentReport:
+                  lenses: Sequence[Lens] = (), writer_pid: int | None = None) -> SegmentReport:
     """Walk one segment once; every lens sees every batch of the valid prefix. Raises OSError if unreadable.
 
     `txns` carries open transactions from the partition's earlier segments; without it the segment is
-    taken on its own (first offsets of transactions opened before it are then unknown). `lens` is one more
-    lens fed in the same walk, for callers that keep something per batch (the audit's replica rows).
+    taken on its own (first offsets of transactions opened before it are then unknown). `lenses` are fed in
+    the same walk, for callers that keep something per batch (the audit's replica rows, a repair's indexes).
     `writer_pid` is the running broker that may be appending to this segment (the partition's last)."""
     name = seg.log_path.name
     rep = SegmentReport(name, seg.base_offset, seg.size)
     sink = Sink(name)
     rules = _BatchRules(seg, rep, sink)
-    lenses: list[Lens] = [rules]
+    fed: list[Lens] = [rules]
     index_checks = []
     for suffix, check in ((".index", OffsetIndexCheck), (".timeindex", TimeIndexCheck)):
         side = seg.side(suffix)
@@ -150,9 +151,8 @@ def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | Non
         rep.indexes["txnindex"] = txn.size
     index_checks.append(TxnIndexCheck(txn, seg.base_offset, seg.buf,
                                       txns if txns is not None else TxnTracker(history_complete=False), sink))
-    lenses += index_checks
-    if lens is not None:
-        lenses.append(lens)
+    fed += index_checks
+    fed += lenses
     if seg.size >= MAX_SEGMENT_BYTES:
         sink.add("SEGMENT_TOO_LARGE", f"{seg.size} bytes")
     if seg.size == 0:
@@ -161,7 +161,7 @@ def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | Non
     records = 0
     buf = seg.buf
     for view in seg.walk(walk):
-        for each in lenses:
+        for each in fed:
             each.feed(view)
         if deep:
             records += check_records(buf, view, sink)

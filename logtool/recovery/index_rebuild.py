@@ -70,28 +70,41 @@ class IndexPlan:
                 "offset_overflow": self.overflow}
 
 
+def history_complete(part: Partition) -> bool:
+    """Whether the log on disk starts at offset 0, so that every transaction's first offset is known."""
+    return not part.single_file and bool(part.segments) and part.segments[0].base_offset == 0
+
+
 def plan_index_rebuild(part: Partition, interval: int, kept: dict[str, int] | None = None,
-                       wrong: set[str] | None = None) -> IndexPlan:
+                       wrong: set[str] | None = None, fed: dict[str, ExpectedIndexes] | None = None) -> IndexPlan:
     """What every index of the partition would be after Kafka's recovery, from each valid prefix. `kept`
     (a repair's plan) maps each segment that stays to the bytes of it that stay; the others are left out.
-    `wrong`: the index files a check found wrong; only those (and missing ones) are written. An index built
-    while appending can differ from the one recovery builds and still be right. None: every one that differs."""
+    `wrong`: the index files a check found wrong; only those (and missing ones) are written, and segments
+    with none are not walked. An index built while appending can differ from the one recovery builds and
+    still be right. None: every one that differs. `fed`: the expected indexes of segments that the caller's
+    own walk already fed with exactly the batches that stay (not walked again)."""
     result = IndexPlan(part.path)
-    txns = TxnTracker(history_complete=not part.single_file and bool(part.segments) and part.segments[0].base_offset == 0)
+    txns = TxnTracker(history_complete=history_complete(part))
     for seg in part.segments:
-        end = None if kept is None else kept.get(seg.log_path.name)
+        name = seg.log_path.name
+        end = None if kept is None else kept.get(name)
         if kept is not None and end is None:
             continue
-        with seg:
-            expected = ExpectedIndexes(seg.base_offset, seg.buf, txns, interval)
-            walk = WalkOutcome(seg.size)
-            for v in seg.walk(walk):
-                if end is not None and v.position >= end:
-                    break
-                expected.feed(v)
-            expected.finish()
-            if walk.stop is not None:
-                result.valid_prefix_short.append(seg.log_path.name)
+        if wrong is not None and not any(seg.path_with(x).name in wrong for x in ENTRY_SIZES):
+            continue
+        if fed is not None and name in fed:
+            expected = fed[name]
+        else:
+            with seg:
+                expected = ExpectedIndexes(seg.base_offset, seg.buf, txns, interval)
+                walk = WalkOutcome(seg.size)
+                for v in seg.walk(walk):
+                    if end is not None and v.position >= end:
+                        break
+                    expected.feed(v)
+                if walk.stop is not None:
+                    result.valid_prefix_short.append(name)
+        expected.finish()
         if expected.overflow:
             # Kafka throws LogSegmentOffsetOverflowException here and splits the segment at load; an index
             # with 32-bit relative offsets cannot describe it, so none is written.

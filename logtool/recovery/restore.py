@@ -28,9 +28,9 @@ def restore(run_dir: Path, force: bool = False) -> Restored:
     log_dirs = sorted({Path(e.log_dir) for e in run.entries})
     with Session(log_dirs, lambda: run) as session:
         sweep_temporaries(session, {(Path(e.log_dir) / e.partition, e.partition == "") for e in run.entries})
-        _check_kept_bytes(session, run)
+        known = _check_kept_bytes(session, run)
         if not force:
-            changed = [e for e in _first_entries(run) if not _as_repair_left(session, run, e)]
+            changed = [e for e in _first_entries(run) if not _as_repair_left(session, run, e, known)]
             if changed:
                 names = ", ".join(str(e.original) for e in changed)
                 raise ChangedSinceRepair(f"changed since the repair: {names}; nothing was restored "
@@ -59,7 +59,10 @@ def _first_entries(run: Run) -> list[Entry]:
     return out
 
 
-def _check_kept_bytes(session: Session, run: Run) -> None:
+def _check_kept_bytes(session: Session, run: Run) -> dict[tuple[str, str, str], str]:
+    """Check that every kept copy gives back its original. Returns the sha256 of the files this read whole
+    on the way (a cut file of its own size: prefix only), so that they are not read again."""
+    known: dict[tuple[str, str, str], str] = {}
     for e in run.entries:
         if e.stored is None:
             continue
@@ -70,6 +73,8 @@ def _check_kept_bytes(session: Session, run: Run) -> None:
                 raise QuarantineError(f"{e.original} is shorter than the repair left it; its cut tail cannot be appended")
             for chunk in pdir.chunks(e.name, 0, e.truncated_to):
                 digest.update(chunk)
+            if pdir.meta(e.name).size == e.truncated_to:
+                known[(e.log_dir, e.partition, e.name)] = digest.copy().hexdigest()
         try:
             for chunk in stored_chunks(run, e):
                 digest.update(chunk)
@@ -78,16 +83,17 @@ def _check_kept_bytes(session: Session, run: Run) -> None:
         if digest.hexdigest() != e.sha256:
             raise QuarantineError(f"{run.path / e.stored} does not give back {e.original} (sha256 differs); "
                                   f"nothing was restored")
+    return known
 
 
-def _as_repair_left(session: Session, run: Run, first: Entry) -> bool:
+def _as_repair_left(session: Session, run: Run, first: Entry, known: dict[tuple[str, str, str], str]) -> bool:
     """Whether the file is now what the run's last change to it left."""
     last = [e for e in run.entries if (e.log_dir, e.partition, e.name) == (first.log_dir, first.partition, first.name)][-1]
     pdir = _dir_of(session, first)
     meta = pdir.meta(first.name)
     if meta is None:
         return last.action == "removed" or first.action == "created"
-    current = pdir.sha256(first.name)
+    current = known.get((first.log_dir, first.partition, first.name)) or pdir.sha256(first.name)
     # An interrupted repair may have stopped before it reached this file: then it is still the original.
     return current in (last.after_sha256, first.sha256)
 

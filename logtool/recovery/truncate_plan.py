@@ -16,7 +16,7 @@ from logtool.findings import Finding, Fix
 from logtool.format.batch import BatchView
 from logtool.format.meta import MetaError, leader_epochs
 from logtool.reads.salvage import next_batch
-from logtool.recovery.index_rebuild import plan_index_rebuild
+from logtool.recovery.index_rebuild import history_complete, plan_index_rebuild
 from logtool.rules.expected_index import ExpectedIndexes
 from logtool.rules.transactions import TxnTracker
 from logtool.store.layout import FileKind, PathKind, classify_path, parse_partition_dir
@@ -122,17 +122,13 @@ class Run:
     records: int = 0
 
 
-def valid_runs(seg: Segment, stop: int) -> list[Run]:
-    """The stretches of valid batches of a segment whose valid prefix ends at `stop`: the prefix, then each
-    stretch that salvage finds past damage (the next position where a whole batch validates)."""
-    runs = [Run(0, stop)]
+def runs_after(seg: Segment, stop: int) -> list[Run]:
+    """The stretches of valid batches of a segment after the bad bytes at `stop`: each stretch that salvage
+    finds past damage (the next position where a whole batch validates). Only the tail is read."""
+    runs: list[Run] = []
     with seg:
         buf, size = seg.buf, seg.size
         counter = RecordCounter()
-        for v in seg.walk():
-            if v.position >= stop:
-                break
-            _note_batch(runs[0], v, counter)
         pos = stop
         while pos < size:
             resume = next_batch(buf, pos + 1, size, seg.base_offset)
@@ -158,7 +154,15 @@ def _note_batch(run: Run, v: BatchView, counter: RecordCounter) -> None:
 
 def plan_partition(part: Partition, strict: bool, interval: int, excise: bool = False) -> PartitionPlan:
     counter = RecordCounter()
-    rep = check_partition(part, deep=False, lens=counter)
+    txns = TxnTracker(history_complete=history_complete(part))
+    fed: dict[str, ExpectedIndexes] = {}
+
+    def indexes_of(seg: Segment) -> ExpectedIndexes:
+        # The indexes recovery would build, fed by the checks' own walk: planning reads each segment once.
+        fed[seg.log_path.name] = ExpectedIndexes(seg.base_offset, seg.buf, txns, interval)
+        return fed[seg.log_path.name]
+
+    rep = check_partition(part, deep=False, lens=counter, lens_for=indexes_of)
     plan = PartitionPlan(part.path, excise=excise)
     segs = rep.segments
     if not segs:
@@ -190,9 +194,8 @@ def plan_partition(part: Partition, strict: bool, interval: int, excise: bool = 
         position, finding = cut
         plan.cause = plan.cause or finding
         kept[s.file] = position
-        runs = valid_runs(part.segments[i], position)
+        later = runs_after(part.segments[i], position)
         removed = _batches_from(part, s.file, position, counts[i]) if position < s.valid_bytes else (None, 0)
-        later = runs[1:]
         plan.salvageable_records += sum(r.records for r in later)
         offsets, records = removed
         if not excise and later:  # the valid batches past the damage go with the tail (--excise keeps them)
@@ -231,7 +234,10 @@ def plan_partition(part: Partition, strict: bool, interval: int, excise: bool = 
     # them wrong (an index built while appending can differ from recovery's and still be right).
     wrong = {f.file for s in segs for f in s.findings if f.kind.fix is Fix.REBUILD_INDEXES and f.file}
     wrong |= {Path(segs[i].file).stem + x for i in cuts for x in _SEGMENT_SUFFIXES[1:]}
-    _plan_indexes(part, plan, kept, interval, wrong)
+    # A cut inside the valid prefix (--strict) keeps less than the walk fed: those segments are walked again.
+    exact = {s.file: fed[s.file] for i, s in enumerate(segs)
+             if s.file in fed and (i not in cuts or cuts[i][0] >= s.valid_bytes)}
+    _plan_indexes(part, plan, kept, interval, wrong, exact)
     for seg, r in pieces:
         _plan_piece_indexes(seg, r, plan, interval)
     _plan_side_files(part, plan)
@@ -292,7 +298,7 @@ def _log_end(segs, kept: dict[str, int], cuts, part: Partition, pieces) -> int |
         return pieces[-1][1].last + 1
     last = max(i for i, s in enumerate(segs) if s.file in kept)
     s = segs[last]
-    if last not in cuts:
+    if last not in cuts or cuts[last][0] >= s.valid_bytes:  # cut where the walk stopped: its last batch stays
         return s.last_offset + 1 if s.last_offset is not None else s.base_offset
     end = s.base_offset
     with part.segments[last] as seg:
@@ -303,8 +309,9 @@ def _log_end(segs, kept: dict[str, int], cuts, part: Partition, pieces) -> int |
     return end
 
 
-def _plan_indexes(part: Partition, plan: PartitionPlan, kept: dict[str, int], interval: int, wrong: set[str]) -> None:
-    index_plan = plan_index_rebuild(part, interval, kept, wrong)
+def _plan_indexes(part: Partition, plan: PartitionPlan, kept: dict[str, int], interval: int, wrong: set[str],
+                  fed: dict[str, ExpectedIndexes]) -> None:
+    index_plan = plan_index_rebuild(part, interval, kept, wrong, fed)
     for name in index_plan.overflow:
         plan.notes.append(f"{name} holds offsets more than 2^31-1 past its base (OFFSET_OVERFLOW): Kafka splits it at "
                           f"load; its indexes are left as they are")
