@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("Aborted.", err=True)
         rc = exitcodes.OPERATIONAL
     except click.ClickException as e:
-        e.show()
+        print(f"logtool: {e.format_message()}", file=sys.stderr)  # one prefix for every error of ours
         rc = exitcodes.OPERATIONAL
     except (BrokenPipeError, _ReaderGone):
         # The reader went away (`logtool dump | head`): leave quietly, as Unix tools do. What stdout still

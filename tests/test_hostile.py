@@ -201,3 +201,43 @@ def test_bombs_stay_within_memory_and_time(tmp_path, bomb):
             for f in findings:
                 per_kind[f["name"]] = per_kind.get(f["name"], 0) + 1
             assert all(n <= 6 for n in per_kind.values()), per_kind  # the cap, plus its "N more" line
+
+
+@pytest.fixture
+def unreadable_log(part, monkeypatch):
+    """A segment this user may not read (the suite runs as root, which reads anything: the denial is made
+    where logtool opens files)."""
+    import logtool.store.mapping as mapping
+    denied = part / "00000000000000000090.log"
+    opened = mapping.open_regular
+
+    def open_regular(path):
+        if Path(path) == denied:
+            raise PermissionError(13, "Permission denied", str(path))
+        return opened(path)
+
+    monkeypatch.setattr(mapping, "open_regular", open_regular)
+    return part
+
+
+def _main(capsys, *args) -> tuple[int, str]:
+    from logtool.cli import main
+    with pytest.raises(SystemExit) as e:
+        main([str(a) for a in args])
+    return e.value.code, capsys.readouterr().err
+
+
+def test_find_on_an_unreadable_segment_is_one_line_and_exit_8(unreadable_log, capsys):
+    rc, err = _main(capsys, "find", unreadable_log, "--offset", "100")
+    assert rc == 8 and err.startswith("logtool: ") and "Permission denied" in err and "internal error" not in err
+
+
+def test_truncate_does_not_plan_a_partition_it_cannot_read_whole(unreadable_log, capsys):
+    rc, err = _main(capsys, "truncate", unreadable_log)
+    assert rc == 8 and "not planned" in err and "Permission denied" in err
+
+
+def test_scan_of_a_damaged_partition_exits_4():
+    from conftest import kafka_case
+    p = subprocess.run([str(LOGTOOL), "scan", str(kafka_case("corrupt-torn-tail"))], capture_output=True, text=True)
+    assert p.returncode == 4 and "damaged" in p.stdout

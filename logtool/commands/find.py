@@ -16,7 +16,7 @@ from logtool.store.seek import SeekError, seek_offset, seek_timestamp
 
 @click.command("find")
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("--offset", type=int, help="the offset to find")
+@click.option("--offset", type=click.IntRange(min=0), help="the offset to find")
 @click.option("--timestamp", "when", help="the first record at or after this time (epoch ms or ISO-8601)")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def command(path: Path, offset: int | None, when: str | None, fmt: str) -> int:
@@ -32,6 +32,8 @@ def command(path: Path, offset: int | None, when: str | None, fmt: str) -> int:
     except SeekError as e:
         print(f"logtool: {e}", file=sys.stderr)
         return exitcodes.PROBLEMS
+    except OSError as e:
+        raise click.ClickException(f"{e.filename or path}: {e.strerror or e}") from None
     finally:
         part.close()
     doc = hit.to_dict()

@@ -73,6 +73,7 @@ class PartitionPlan:
     valid_records_dropped: int = 0  # whole valid batches Kafka's rule drops with the later segments
     salvageable_records: int = 0  # valid records past damage inside the cut segments (--excise keeps them)
     notes: list[str] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)  # files the walk could not read: nothing is planned
 
     @property
     def changes(self) -> list[Action]:
@@ -164,6 +165,9 @@ def plan_partition(part: Partition, strict: bool, interval: int, excise: bool = 
 
     rep = check_partition(part, deep=False, lens=counter, lens_for=indexes_of)
     plan = PartitionPlan(part.path, excise=excise)
+    plan.unreadable = [f.message for f in rep.all_findings() if f.name == "UNREADABLE"]
+    if plan.unreadable:
+        return plan
     segs = rep.segments
     if not segs:
         return plan
@@ -370,11 +374,16 @@ def plan_repair(paths: list[Path], strict: bool, interval: int, excise: bool = F
         try:
             part = Partition.from_dir(t.path)
             try:
-                result.partitions.append(plan_partition(part, strict, interval, excise))
+                planned = plan_partition(part, strict, interval, excise)
             finally:
                 part.close()
         except OSError as e:
             result.problems.append(f"{t.path}: {e.strerror or e}")
+            continue
+        if planned.unreadable:  # a plan blind to a file could drop or keep the wrong bytes: none is made
+            result.problems.append(f"{t.path}: not planned: {'; '.join(planned.unreadable)}")
+        else:
+            result.partitions.append(planned)
     result.problems[:0] = [f.message for f in report.findings]
     _plan_checkpoints(result, {Path(ld.path).absolute(): ld for ld in report.log_dirs})
     return result
