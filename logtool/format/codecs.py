@@ -12,9 +12,10 @@ import lz4.block
 import snappy
 import zstandard
 
-# What one batch may decompress to. Producers cap a batch near 1 MB compressed (max.request.size); 128 MiB
-# allows a ratio past 100:1, and keeps a bomb within the memory a check may take.
-DEFAULT_LIMIT = 128 * 1024 * 1024
+# What one batch may decompress to. Producers cap a batch near 1 MB compressed (max.request.size); 64 MiB
+# allows a ratio of 64:1 on the largest, and keeps a bomb (decoded, plus the decoder's own buffer) within
+# the 300 MB a check may take.
+DEFAULT_LIMIT = 64 * 1024 * 1024
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _LZ4_MAGIC = b"\x04\x22\x4d\x18"
