@@ -80,15 +80,15 @@ def plan_targets(paths: list[Path], report: Report) -> list[Target]:
             else:
                 # Nothing here can be checked: an operational error, like an unreadable path.
                 report.operational_error = True
-                report.findings.append(finding("NOT_KAFKA", f"{path}: not a Kafka log dir, partition dir or .log file", str(path)))
+                report.findings.append(finding("NOT_KAFKA", "not a Kafka log dir, partition dir or .log file", str(path)))
         except OSError as e:
             report.operational_error = True
-            report.findings.append(finding("UNREADABLE", f"{path}: {e.strerror or e}", str(path)))
+            report.findings.append(finding("UNREADABLE", f"cannot be read: {e.strerror or e}", str(path)))
     return targets
 
 
 def unreadable(target: Target, e: OSError) -> Finding:
-    return finding("UNREADABLE", f"{target.path}: {e.strerror or e}", str(target.path))
+    return finding("UNREADABLE", f"cannot be read: {e.strerror or e}", str(target.path))
 
 
 def open_target(target: Target, reading: ReadPolicy | None = None) -> Partition | PartitionReport:

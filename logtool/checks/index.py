@@ -8,14 +8,10 @@ from __future__ import annotations
 from logtool.findings import Sink
 from logtool.rules.transactions import UNKNOWN_OFFSET, TxnTracker
 from logtool.format.batch import V2_HEADER_SIZE, BatchView
-from logtool.format.index import (OFFSET_ENTRY, TIME_ENTRY, TXN_ENTRY, AbortedTxn, aborted_txns, offset_index_sanity,
+from logtool.format.index import (OFFSET_ENTRY, entries, TIME_ENTRY, TXN_ENTRY, AbortedTxn, aborted_txns, offset_index_sanity,
                                   time_index_sanity, zero_tail_start)
 from logtool.store.segment import WalkOutcome
 from logtool.store.sidefile import SideFile
-
-def _entries(n: int) -> str:
-    return f"{n} entry" if n == 1 else f"{n} entries"
-
 
 def _beyond(walk: WalkOutcome) -> str:
     """Entries past the valid log: into a damaged tail, which the recovery that cuts it heals by rebuilding
@@ -99,7 +95,7 @@ class OffsetIndexCheck:
                                                      f"which is not the start of a batch", pos, offset)
             self._advance()
         if beyond:
-            self.rep.add(_beyond(walk), f"{_entries(beyond)} at or past byte {walk.valid_bytes}, "
+            self.rep.add(_beyond(walk), f"{entries(beyond)} at or past byte {walk.valid_bytes}, "
                                         f"the end of the valid log")
         if self.prev is not None and last_offset is not None and self.prev[0] > last_offset and not beyond:
             self.rep.add("INDEX_WRONG_POSITION", f"last entry names offset {self.prev[0]}, beyond the segment's "
@@ -159,7 +155,7 @@ class TimeIndexCheck:
             beyond += 1
             self._advance()
         if beyond:
-            self.rep.add(_beyond(walk), f"{_entries(beyond)} past the last valid offset {last_offset}")
+            self.rep.add(_beyond(walk), f"{entries(beyond)} past the last valid offset {last_offset}")
 
 
 class TxnIndexCheck:

@@ -144,7 +144,7 @@ def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | Non
         if side.exists:
             index_checks.append(check(side, seg.base_offset, active, sink))
         elif seg.size:
-            sink.add("INDEX_MISSING" if suffix == ".index" else "TIMEINDEX_MISSING", f"{side.name} is missing",
+            sink.add("INDEX_MISSING" if suffix == ".index" else "TIMEINDEX_MISSING", "no such file beside the segment",
                      file=side.name)
     txn = seg.side(".txnindex")
     if txn.exists:

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from logtool.findings import Group, Severity
+from logtool.format.index import entries
 from logtool.rules.expected_index import DEFAULT_INDEX_INTERVAL_BYTES
 from logtool.checks.engine import Report
 from logtool.commands.options import format_option
@@ -100,8 +101,8 @@ def _render(plans, applied: bool) -> None:
             out.print(f"[bold]{p.partition}[/]: all {len(p.changes)} index files match the log")
         for c in pending:
             d = c.to_dict()
-            old = "missing" if d["old_entries"] is None else f"{d['old_entries']} entries ({d['old_size']} bytes)"
-            out.print(f"  {Path(d['file']).name}: {old} -> {d['new_entries']} entries ({d['new_size']} bytes)")
+            old = "missing" if d["old_entries"] is None else f"{entries(d['old_entries'])} ({d['old_size']} bytes)"
+            out.print(f"  {Path(d['file']).name}: {old} -> {entries(d['new_entries'])} ({d['new_size']} bytes)")
         for name in p.valid_prefix_short:
             out.print(f"  [yellow]{name}[/]: indexed up to the end of its valid prefix; the damaged tail is not indexed")
         for line in p.unreadable:

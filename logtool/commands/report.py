@@ -29,4 +29,4 @@ def emit(report: Report, fmt: str, text: Callable[[Report], None]) -> None:
     else:
         text(report)
     for f in report.findings:  # what stopped a PATH from being read at all: one line each
-        print(f"logtool: {f.message}", file=sys.stderr)
+        print(f"logtool: {f.file}: {f.message}", file=sys.stderr)

@@ -5,6 +5,11 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+def entries(n: int) -> str:
+    """'1 entry', 'N entries': how messages count index entries."""
+    return f"{n} entry" if n == 1 else f"{n} entries"
+
+
 MAX_RELATIVE_OFFSET = 2**31 - 1  # index entries and record deltas hold offsets relative to the base as int32
 
 OFFSET_ENTRY = struct.Struct(">ii")  # relative offset, position

@@ -139,7 +139,7 @@ def plan_paths(paths: list[Path], interval: int) -> tuple[list[IndexPlan], list[
             plans.append(plan_index_rebuild(part, interval))
         except OSError as e:
             problems.append(f"{t.path}: {e.strerror or e}")
-    return plans, [f.message for f in report.findings] + problems
+    return plans, [f"{f.file}: {f.message}" for f in report.findings] + problems
 
 
 def rebuild(plans: list[IndexPlan], quarantine: Path, command: str) -> tuple[Path, int]:

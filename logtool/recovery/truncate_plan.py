@@ -384,7 +384,7 @@ def plan_repair(paths: list[Path], strict: bool, interval: int, excise: bool = F
             result.problems.append(f"{t.path}: not planned: {'; '.join(planned.unreadable)}")
         else:
             result.partitions.append(planned)
-    result.problems[:0] = [f.message for f in report.findings]
+    result.problems[:0] = [f"{f.file}: {f.message}" for f in report.findings]
     _plan_checkpoints(result, {Path(ld.path).absolute(): ld for ld in report.log_dirs})
     return result
 

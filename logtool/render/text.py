@@ -51,7 +51,7 @@ def render_verify(report: Report, show_info: bool) -> None:
         firsts = [s.first_offset for s in segs if s.first_offset is not None]
         lasts = [s.last_offset for s in segs if s.last_offset is not None]
         if firsts:
-            rng = f" offsets {min(firsts)}..{max(lasts)}"
+            rng = f", offsets {min(firsts)}..{max(lasts)}"
         out.print(f"{status} {escape(p.path)}: {len(segs)} segment(s), {sum(s.batches for s in segs)} batches,"
                   f" {valid}/{size} bytes valid{rng}")
         for f in shown:
