@@ -80,6 +80,7 @@ class Finding:
     file: str | None = None
     position: int | None = None
     offset: int | None = None
+    more: int = 0  # a cap's closing line: how many more of this kind and file were left out
 
     @property
     def code(self) -> str:
@@ -131,7 +132,8 @@ class Sink:
             kind = BY_NAME[name]
             if n > kind.cap:
                 what = _COUNTED_AS.get(kind.group, "findings")
-                self.findings.append(Finding(kind, f"... and {n - kind.cap} more {what} like the above", file))
+                self.findings.append(Finding(kind, f"... and {n - kind.cap} more {what} like the above", file,
+                                             more=n - kind.cap))
         self._counts.clear()
         return self.findings
 

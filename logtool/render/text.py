@@ -31,14 +31,34 @@ def finding_line(f: Finding) -> str:
             f"{escape(where)}{at}: {escape(f.message)}")
 
 
+def finding_lines(findings: list[Finding]) -> list[str]:
+    """One line per kind and file: repeats of a kind in one file (and a cap's count of the rest) fold into
+    its first finding's line, with how many more and the offsets they span. JSON keeps each one."""
+    groups: dict[tuple[str, str | None], list[Finding]] = {}
+    for f in findings:
+        groups.setdefault((f.code, f.file), []).append(f)
+    lines = []
+    for group in groups.values():
+        shown = [f for f in group if not f.more]
+        if not shown:
+            shown = group
+        more = len(shown) - 1 + sum(f.more for f in group)
+        line = finding_line(shown[0])
+        if more:
+            offsets = [f.offset for f in shown if f.offset is not None]
+            span = f", offsets {min(offsets)}..{max(offsets)} shown" if len(set(offsets)) > 1 else ""
+            line += f" [dim](and {more} more like it{span})[/]"
+        lines.append(line)
+    return lines
+
+
 def render_verify(report: Report, show_info: bool) -> None:
     out = console()
     for d in report.log_dirs:
         meta = ", ".join(f"{k}={v}" for k, v in d.meta.items() if k in ("cluster.id", "node.id", "broker.id"))
         out.print(f"[bold]log dir[/] {escape(d.path)}" + (f" ({escape(meta)})" if meta else ""))
-        for f in d.findings:
-            if show_info or f.severity > Severity.INFO:
-                out.print(finding_line(f))
+        for line in finding_lines([f for f in d.findings if show_info or f.severity > Severity.INFO]):
+            out.print(line)
     for f in report.findings:
         out.print(finding_line(f))
     for p in report.partitions:
@@ -54,8 +74,8 @@ def render_verify(report: Report, show_info: bool) -> None:
             rng = f", offsets {min(firsts)}..{max(lasts)}"
         out.print(f"{status} {escape(p.path)}: {len(segs)} segment(s), {sum(s.batches for s in segs)} batches,"
                   f" {valid}/{size} bytes valid{rng}")
-        for f in shown:
-            out.print(finding_line(f))
+        for line in finding_lines(shown):
+            out.print(line)
     s = report.summary()
     out.print(f"[bold]{s['partitions']} partition(s), {s['segments']} segment(s), {s['bytes']} bytes, "
               f"{s['batches']} batches: {s['errors']} error(s), {s['warnings']} warning(s), {s['infos']} info[/]")
