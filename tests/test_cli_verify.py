@@ -8,7 +8,7 @@ import sys
 
 from click.testing import CliRunner
 
-from conftest import kafka_case, run_logtool
+from conftest import ROOT, kafka_case, run_logtool
 from logtool.cli import cli
 
 CONTRACT_SEGMENT = {"file", "base_offset", "size", "valid_bytes", "first_invalid_position", "batches", "records",
@@ -208,3 +208,16 @@ def test_log_dir_with_stray_directory(tmp_path):
     rc, doc = verify_json(str(tmp_path))
     assert rc == 4 and "NOT_KAFKA" in names(doc)
     assert doc["log_dirs"][0]["meta"]["node.id"] == "3"
+
+
+def test_text_folds_repeats_of_a_kind_in_one_file_json_keeps_them():
+    """The sample's legacy wrappers carry timestamp 0 (as kafka-python writes them): 120 records per segment
+    above the batch max. Text: one line per segment with the count; JSON: the cap (5) and its count line."""
+    part = ROOT / "fixtures" / "sample-logdir" / "legacy-events-0"
+    text = run_logtool("verify", "--deep", str(part)).stdout
+    lines = [x for x in text.splitlines() if "TIMESTAMP_ABOVE_MAX" in x]
+    assert len(lines) == 2 and all("(and 119 more like it)" in x for x in lines)
+    doc = json.loads(run_logtool("verify", "--deep", "--format", "json", str(part)).stdout)
+    per_segment = [[f for f in s["findings"] if f["name"] == "TIMESTAMP_ABOVE_MAX"] for s in doc["partitions"][0]["segments"]]
+    assert [len(fs) for fs in per_segment] == [6, 6]
+    assert per_segment[0][-1]["message"] == "... and 115 more records like the above"
