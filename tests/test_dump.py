@@ -11,6 +11,7 @@ import random
 import re
 import shutil
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -522,3 +523,32 @@ def test_offsets_going_backwards_are_said_in_band_and_exit_4():
     assert later, "the records after the batch are still read"
     rc, text, _ = dump(part)
     assert rc == 4 and "LT111 OFFSET_NOT_INCREASING" in text
+
+
+@pytest.mark.parametrize("name", ["utf8", "hex", "base64", "json", "none"])
+def test_a_large_value_in_pieces_is_the_same_json_as_whole(name):
+    """Values over 1 MiB are written in pieces (their JSON can be five times their size): the pieces join to
+    exactly the fragment written whole, with multi-byte characters and bad bytes across piece boundaries."""
+    decoder = decoders.get(name)
+    value = ("é" * 700_000).encode() + b"\xff\xfe" + ("ß€" * 300_000).encode() + b"\xc3"
+    assert "".join(decoder.json_pieces(value)) == decoder.json_fragment(value)
+
+
+def test_a_record_with_a_large_value_streams_within_bounded_memory(tmp_path):
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+    builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=-1,
+                                        producer_epoch=-1, base_sequence=-1, batch_size=64 << 20)
+    value = bytes(range(256)) * (48 << 12)  # 48 MiB, most of it not UTF-8: JSON escapes it five times larger
+    builder.append(0, timestamp=1_700_000_000_000, key=b"k", value=value, headers=[])
+    part = tmp_path / "big-0"
+    part.mkdir()
+    (part / "00000000000000000000.log").write_bytes(bytes(builder.build()))
+    code = ("import sys\nfrom logtool.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+            "print([l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1], file=sys.stderr)")
+    out = tmp_path / "out.jsonl"
+    with open(out, "w") as f:
+        p = subprocess.run([sys.executable, "-c", code, "dump", "--format", "jsonl", "--value-decoder", "base64",
+                            str(part)], stdout=f, stderr=subprocess.PIPE, text=True)
+    assert int(p.stderr.split()[-1]) < 300 * 1024, "peak RSS in kB"
+    record = json.loads(out.read_text().splitlines()[0])
+    assert record["value_size"] == len(value) and base64.b64decode(record["value"]) == value

@@ -8,8 +8,9 @@ any zero-argument callable returning a `Decoder`). Plugins are loaded only when 
 from __future__ import annotations
 
 import binascii
+import codecs
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from importlib.metadata import entry_points
 from json.encoder import encode_basestring_ascii
 
@@ -35,6 +36,14 @@ class Decoder:
     def json_fragment(self, data: bytes) -> str:
         return encode_basestring_ascii(self.text(data))
 
+    def json_pieces(self, data: bytes) -> Iterator[str]:
+        """The JSON fragment in pieces, for a value too large to hold as one string (its encoding can be five
+        times its size). A decoder that cannot cut its output gives it whole."""
+        yield self.json_fragment(data)
+
+
+PIECE = 1 << 20  # bytes of a large value encoded at a time
+
 
 class Utf8(Decoder):
     def text(self, data: bytes) -> str:
@@ -44,6 +53,14 @@ class Utf8(Decoder):
     def json_fragment(self, data: bytes) -> str:  # the default's second call is a tenth of a dump's time
         return encode_basestring_ascii(data.decode("utf-8", "backslashreplace"))
 
+    def json_pieces(self, data: bytes) -> Iterator[str]:
+        decoder = codecs.getincrementaldecoder("utf-8")("backslashreplace")  # a character may span two pieces
+        yield '"'
+        view = memoryview(data)
+        for at in range(0, len(data), PIECE):
+            yield encode_basestring_ascii(decoder.decode(view[at : at + PIECE]))[1:-1]
+        yield encode_basestring_ascii(decoder.decode(b"", final=True))[1:-1] + '"'
+
 
 class Hex(Decoder):
     def text(self, data: bytes) -> str:
@@ -52,6 +69,12 @@ class Hex(Decoder):
     def json_fragment(self, data: bytes) -> str:
         return f'"{data.hex()}"'
 
+    def json_pieces(self, data: bytes) -> Iterator[str]:
+        yield '"'
+        for at in range(0, len(data), PIECE):
+            yield data[at : at + PIECE].hex()
+        yield '"'
+
 
 class Base64(Decoder):
     def text(self, data: bytes) -> str:
@@ -59,6 +82,13 @@ class Base64(Decoder):
 
     def json_fragment(self, data: bytes) -> str:
         return f'"{binascii.b2a_base64(data, newline=False).decode("ascii")}"'
+
+    def json_pieces(self, data: bytes) -> Iterator[str]:
+        yield '"'
+        step = PIECE - PIECE % 3  # whole 3-byte groups: the pieces join into one base64 text
+        for at in range(0, len(data), step):
+            yield binascii.b2a_base64(data[at : at + step], newline=False).decode("ascii")
+        yield '"'
 
 
 class Json(Decoder):

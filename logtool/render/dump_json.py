@@ -11,7 +11,7 @@ is about a third of a dump's time (`make bench`, bench/results/dump.md).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from json.encoder import encode_basestring_ascii as _string  # json.dumps of one str, without its overhead
 from typing import TextIO
 
@@ -36,8 +36,39 @@ def batch_dict(segment: str, v: BatchView) -> dict:
     }
 
 
-def objects(events: Iterable[Event], key: Decoder, value: Decoder) -> Iterable[str]:
-    """One JSON text per object, batch by batch (several records' lines joined in one string)."""
+# A record whose key or value is larger than this is written in pieces, never held as one string.
+LARGE = 1 << 20
+
+
+class Pieces:
+    """One JSON text given as the pieces to write one after the other."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: Iterator[str]) -> None:
+        self.parts = parts
+
+
+def _large_record(head: str, rest: str, k: bytes | None, val: bytes | None, key: Decoder,
+                  value: Decoder) -> Iterator[str]:
+    yield head + '"key":'
+    yield from ("null",) if k is None else key.json_pieces(k)
+    yield ',"value":'
+    yield from ("null",) if val is None else value.json_pieces(val)
+    yield "," + rest
+
+
+def _write(out: TextIO, text: "str | Pieces") -> None:
+    if isinstance(text, Pieces):
+        for piece in text.parts:
+            out.write(piece)
+    else:
+        out.write(text)
+
+
+def objects(events: Iterable[Event], key: Decoder, value: Decoder) -> Iterable["str | Pieces"]:
+    """One JSON text per object, batch by batch (several records' lines joined in one string; a record too
+    large for that as its own Pieces)."""
     kj, vj = key.json_fragment, value.json_fragment
     for ev in events:
         if isinstance(ev, BatchRead):
@@ -59,12 +90,17 @@ def objects(events: Iterable[Event], key: Decoder, value: Decoder) -> Iterable[s
                 else:
                     hs = "[]"
                 control = "null" if controls is None else _control(controls[i])
-                lines.append(
-                    f'{{"type":"record","offset":{offset},"timestamp":{ts},"timestamp_type":"{ts_type}",'
-                    f'"key":{"null" if k is None else kj(k)},"value":{"null" if val is None else vj(val)},'
-                    f'"headers":{hs},"key_size":{-1 if k is None else len(k)},'
-                    f'"value_size":{-1 if val is None else len(val)},"sequence":{seq},"control":{control}'
-                    + tail)
+                head = f'{{"type":"record","offset":{offset},"timestamp":{ts},"timestamp_type":"{ts_type}",'
+                rest = (f'"headers":{hs},"key_size":{-1 if k is None else len(k)},'
+                        f'"value_size":{-1 if val is None else len(val)},"sequence":{seq},"control":{control}' + tail)
+                if (k is not None and len(k) > LARGE) or (val is not None and len(val) > LARGE):
+                    if lines:
+                        yield "\n".join(lines)
+                        lines = []
+                    yield Pieces(_large_record(head, rest, k, val, key, value))
+                    continue
+                lines.append(head + f'"key":{"null" if k is None else kj(k)},"value":{"null" if val is None else vj(val)},'
+                             + rest)
             if ev.problem is not None:
                 lines.append(_dumps({"type": "records_unreadable", "segment": ev.problem.file,
                                      "position": ev.problem.position, "finding": ev.problem.to_dict()}))
@@ -91,7 +127,8 @@ def _control(c: Control) -> str:
 
 def write_lines(events: Iterable[Event], out: TextIO, key: Decoder, value: Decoder) -> None:
     for text in objects(events, key, value):
-        out.write(text + "\n")
+        _write(out, text)
+        out.write("\n")
 
 
 def write_document(events: Iterable[Event], out: TextIO, key: Decoder, value: Decoder, head: dict,
@@ -101,7 +138,8 @@ def write_document(events: Iterable[Event], out: TextIO, key: Decoder, value: De
     out.write('{' + ",".join(f"{_dumps(k)}:{_dumps(v)}" for k, v in head.items()) + ',"events":[')
     sep = "\n"
     for text in objects(events, key, value):
-        out.write(sep + text.replace("\n", ",\n"))
+        out.write(sep)
+        _write(out, text if isinstance(text, Pieces) else text.replace("\n", ",\n"))
         sep = ",\n"
     summary = {"segments_read": stats.segments_read, "batches": stats.batches, "records": stats.records,
                "damaged": stats.damaged}
