@@ -532,6 +532,7 @@ def test_a_large_value_in_pieces_is_the_same_json_as_whole(name):
     decoder = decoders.get(name)
     value = ("é" * 700_000).encode() + b"\xff\xfe" + ("ß€" * 300_000).encode() + b"\xc3"
     assert "".join(decoder.json_pieces(value)) == decoder.json_fragment(value)
+    assert "".join(decoder.text_pieces(value)) == decoder.text(value)
 
 
 def test_a_record_with_a_large_value_streams_within_bounded_memory(tmp_path):

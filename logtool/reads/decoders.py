@@ -41,6 +41,10 @@ class Decoder:
         times its size). A decoder that cannot cut its output gives it whole."""
         yield self.json_fragment(data)
 
+    def text_pieces(self, data: bytes) -> Iterator[str]:
+        """`text` in pieces, for the same reason."""
+        yield self.text(data)
+
 
 PIECE = 1 << 20  # bytes of a large value encoded at a time
 
@@ -54,12 +58,17 @@ class Utf8(Decoder):
         return encode_basestring_ascii(data.decode("utf-8", "backslashreplace"))
 
     def json_pieces(self, data: bytes) -> Iterator[str]:
-        decoder = codecs.getincrementaldecoder("utf-8")("backslashreplace")  # a character may span two pieces
         yield '"'
+        for text in self.text_pieces(data):
+            yield encode_basestring_ascii(text)[1:-1]
+        yield '"'
+
+    def text_pieces(self, data: bytes) -> Iterator[str]:
+        decoder = codecs.getincrementaldecoder("utf-8")("backslashreplace")  # a character may span two pieces
         view = memoryview(data)
         for at in range(0, len(data), PIECE):
-            yield encode_basestring_ascii(decoder.decode(view[at : at + PIECE]))[1:-1]
-        yield encode_basestring_ascii(decoder.decode(b"", final=True))[1:-1] + '"'
+            yield decoder.decode(view[at : at + PIECE])
+        yield decoder.decode(b"", final=True)
 
 
 class Hex(Decoder):
@@ -71,9 +80,12 @@ class Hex(Decoder):
 
     def json_pieces(self, data: bytes) -> Iterator[str]:
         yield '"'
+        yield from self.text_pieces(data)
+        yield '"'
+
+    def text_pieces(self, data: bytes) -> Iterator[str]:
         for at in range(0, len(data), PIECE):
             yield data[at : at + PIECE].hex()
-        yield '"'
 
 
 class Base64(Decoder):
@@ -85,10 +97,13 @@ class Base64(Decoder):
 
     def json_pieces(self, data: bytes) -> Iterator[str]:
         yield '"'
+        yield from self.text_pieces(data)
+        yield '"'
+
+    def text_pieces(self, data: bytes) -> Iterator[str]:
         step = PIECE - PIECE % 3  # whole 3-byte groups: the pieces join into one base64 text
         for at in range(0, len(data), step):
             yield binascii.b2a_base64(data[at : at + step], newline=False).decode("ascii")
-        yield '"'
 
 
 class Json(Decoder):

@@ -140,10 +140,11 @@ def runs_after(seg: Segment, stop: int) -> list[Run]:
             for v in seg.walk(walk, start=resume):
                 _note_batch(run, v, counter)
             run.end = walk.valid_bytes
-            runs.append(run)
+            if run.first is not None:  # a batch that validates alone can still stop the walk (a bad marker)
+                runs.append(run)
             if walk.stop is None:
                 break
-            pos = walk.stop.position
+            pos = max(walk.stop.position, resume)
     return runs
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from json.encoder import encode_basestring_ascii as _string  # json.dumps of one str, without its overhead
 from typing import TextIO
 
-from logtool.reads.decoders import Decoder
+from logtool.reads.decoders import PIECE, Decoder
 from logtool.format.batch import BatchView
 from logtool.reads.ranges import Anomaly, BatchRead, Control, Damage, Event, Skipped, Stats
 
@@ -37,7 +37,7 @@ def batch_dict(segment: str, v: BatchView) -> dict:
 
 
 # A record whose key or value is larger than this is written in pieces, never held as one string.
-LARGE = 1 << 20
+LARGE = PIECE
 
 
 class Pieces:

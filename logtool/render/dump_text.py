@@ -10,10 +10,10 @@ cannot trust, logtool prints one line of its own, which no Kafka line starts wit
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import TextIO
 
-from logtool.reads.decoders import Decoder
+from logtool.reads.decoders import PIECE as LARGE, Decoder
 from logtool.format.batch import BatchView
 from logtool.format.records import Record
 from logtool.reads.ranges import Anomaly, BatchRead, Control, Damage, Event, SegmentStart, Skipped
@@ -45,6 +45,12 @@ def batch_line(v: BatchView) -> str:
 def record_line(v: BatchView, r: Record, control: Control | None, key: Decoder | None,
                 value: Decoder | None) -> str:
     """`printRecordMetadata` + `printControlRecord` + `printRecordContents`; `key`/`value` None: no data."""
+    return "".join(record_pieces(v, r, control, key, value))
+
+
+def record_pieces(v: BatchView, r: Record, control: Control | None, key: Decoder | None,
+                  value: Decoder | None) -> Iterator[str]:
+    """The record's line in pieces: a large key or value is decoded a piece at a time (over a MiB)."""
     parts = [f"| offset: {r.offset} {v.timestamp_type}: {r.timestamp} "
              f"keySize: {-1 if r.key is None else len(r.key)} valueSize: {-1 if r.value is None else len(r.value)}"]
     if v.magic >= 2:
@@ -54,12 +60,14 @@ def record_line(v: BatchView, r: Record, control: Control | None, key: Decoder |
         parts.append(f" isValid: {_bool(bool(r.legacy_valid))} crc: {r.legacy_crc}")
     if control is not None:
         parts.append(_control_part(control))
-    elif key is not None and value is not None:
+    yield "".join(parts)
+    if control is None and key is not None and value is not None:
         if r.key is not None and key.shown:
-            parts.append(f" key: {key.text(r.key)}")
+            yield " key: "
+            yield from key.text_pieces(r.key) if len(r.key) > LARGE else (key.text(r.key),)
         if r.value is not None and value.shown:
-            parts.append(f" payload: {value.text(r.value)}")
-    return "".join(parts)
+            yield " payload: "
+            yield from value.text_pieces(r.value) if len(r.value) > LARGE else (value.text(r.value),)
 
 
 def _control_part(c: Control) -> str:
@@ -78,8 +86,16 @@ def render(events: Iterable[Event], out: TextIO, key: Decoder | None, value: Dec
             lines = [] if ev.continued else [batch_line(ev.view)]
             if ev.records is not None:
                 controls = ev.controls
-                lines += [record_line(ev.view, r, controls[i] if controls is not None else None, key, value)
-                          for i, r in enumerate(ev.records)]
+                for i, r in enumerate(ev.records):
+                    control = controls[i] if controls is not None else None
+                    if (r.key is not None and len(r.key) > LARGE) or (r.value is not None and len(r.value) > LARGE):
+                        out.write("".join(line + "\n" for line in lines))  # what came before, then this in pieces
+                        lines = []
+                        for piece in record_pieces(ev.view, r, control, key, value):
+                            out.write(piece)
+                        out.write("\n")
+                    else:
+                        lines.append(record_line(ev.view, r, control, key, value))
             if ev.problem is not None:
                 f = ev.problem
                 lines.append(f"Reading records stopped in the batch at byte {f.position} of {f.file}: "
