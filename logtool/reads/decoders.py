@@ -122,6 +122,14 @@ class Json(Decoder):
         except (ValueError, RecursionError):
             return Utf8().json_fragment(data)
 
+    # Parsing a document of many megabytes takes many times its size: a value over a piece is shown as utf8
+    # shows it (a JSON string), a piece at a time.
+    def json_pieces(self, data: bytes) -> Iterator[str]:
+        return Utf8().json_pieces(data)
+
+    def text_pieces(self, data: bytes) -> Iterator[str]:
+        return Utf8().text_pieces(data)
+
 
 class Hidden(Decoder):
     """`none`: the bytes are not shown (their sizes still are)."""
