@@ -53,7 +53,7 @@ def logtool_in_process(part: Path, deep: bool):
 
 # Runs `logtool verify` in a child and reports the child's peak RSS from VmHWM, which execve resets
 # (ru_maxrss would carry over the parent's size from before the exec).
-_MEASURED = """
+MEASURED_CHILD = """
 import sys
 from logtool.cli import main
 try:
@@ -70,7 +70,7 @@ sys.exit(code)
 def measured(*args: str) -> dict:
     """Wall time, peak RSS and stderr lines of `logtool ARGS > /dev/null` as a user runs it."""
     t = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", _MEASURED, *args], stdout=subprocess.DEVNULL,
+    proc = subprocess.run([sys.executable, "-c", MEASURED_CHILD, *args], stdout=subprocess.DEVNULL,
                           stderr=subprocess.PIPE, text=True)
     seconds = time.perf_counter() - t
     *messages, peak_kb = proc.stderr.split("\n")[:-1]

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import fixtures.generator as g
+from bench.run import MEASURED_CHILD
 from conftest import LOGTOOL, ROOT
 
 # Mapping a file takes address space but no memory: the cap is on resident memory (the issue's 300 MB),
@@ -22,28 +23,13 @@ from conftest import LOGTOOL, ROOT
 RSS_LIMIT_MB = 300
 AS_LIMIT = 6 << 30
 
-# Runs the command in a child and appends its peak resident set (VmHWM, in kB) as the last line of stderr.
-_MEASURED = """
-import sys
-from logtool.cli import main
-try:
-    main(sys.argv[1:])
-except SystemExit as e:
-    code = e.code
-for line in open("/proc/self/status"):
-    if line.startswith("VmHWM:"):
-        sys.stderr.write("\\n" + line.split()[1] + "\\n")
-sys.exit(code)
-"""
-
-
 def run_capped(*args: str, timeout: float = 30) -> subprocess.CompletedProcess:
     """The command under a time limit (a hang fails the test) and an address-space cap; its peak resident
     set must stay under RSS_LIMIT_MB."""
     def cap():
         resource.setrlimit(resource.RLIMIT_AS, (AS_LIMIT, AS_LIMIT))
-    p = subprocess.run([sys.executable, "-c", _MEASURED, *args], capture_output=True, text=True, timeout=timeout,
-                       preexec_fn=cap)
+    p = subprocess.run([sys.executable, "-c", MEASURED_CHILD, *args], capture_output=True, text=True,
+                       timeout=timeout, preexec_fn=cap)
     rest, _, peak_kb = p.stderr.rstrip("\n").rpartition("\n")
     assert peak_kb.isdigit(), p.stderr
     assert int(peak_kb) < RSS_LIMIT_MB * 1024, f"{args}: peak RSS {int(peak_kb) // 1024} MB"

@@ -71,34 +71,30 @@ class Utf8(Decoder):
         yield decoder.decode(b"", final=True)
 
 
-class Hex(Decoder):
-    def text(self, data: bytes) -> str:
-        return data.hex()
+class _AsciiText(Decoder):
+    """A decoder whose text is plain ASCII that JSON needs no escape for: its JSON is the text, quoted."""
 
     def json_fragment(self, data: bytes) -> str:
-        return f'"{data.hex()}"'
+        return f'"{self.text(data)}"'
 
     def json_pieces(self, data: bytes) -> Iterator[str]:
         yield '"'
         yield from self.text_pieces(data)
         yield '"'
+
+
+class Hex(_AsciiText):
+    def text(self, data: bytes) -> str:
+        return data.hex()
 
     def text_pieces(self, data: bytes) -> Iterator[str]:
         for at in range(0, len(data), PIECE):
             yield data[at : at + PIECE].hex()
 
 
-class Base64(Decoder):
+class Base64(_AsciiText):
     def text(self, data: bytes) -> str:
         return binascii.b2a_base64(data, newline=False).decode("ascii")
-
-    def json_fragment(self, data: bytes) -> str:
-        return f'"{binascii.b2a_base64(data, newline=False).decode("ascii")}"'
-
-    def json_pieces(self, data: bytes) -> Iterator[str]:
-        yield '"'
-        yield from self.text_pieces(data)
-        yield '"'
 
     def text_pieces(self, data: bytes) -> Iterator[str]:
         step = PIECE - PIECE % 3  # whole 3-byte groups: the pieces join into one base64 text
