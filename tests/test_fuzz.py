@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import require
+from conftest import require
 from fuzz import harness, seeds
 from fuzz import targets as tg
 
@@ -174,7 +174,8 @@ def test_harness_measures_peak_rss(tmp_path, warm, extra_targets):
     v = _one(tmp_path, "test:1gb")
     assert v.peak_rss >= 1 << 30, v.peak_rss
     fine = _one(tmp_path, "test:fine")
-    assert fine.defects == [] and fine.peak_rss < harness.RSS_LIMIT, (fine.defects, fine.peak_rss)
+    # Measured on top of where the worker started (a fork of this process, as large as pytest has grown).
+    assert fine.defects == [] and fine.peak_rss - fine.rss_start < harness.RSS_LIMIT, (fine.defects, fine.peak_rss)
 
 
 def test_harness_sees_an_internal_error_of_the_cli(tmp_path, warm, monkeypatch):
