@@ -126,10 +126,8 @@ def test_lowest_fault_unaligned_cut_reset_and_release(tmp_path):
     mm.close()
 
 
-CHILD_UNGUARDED = """
-    import mmap, os, sys
-    from logtool.store import mapguard
-
+# A 4 MiB file, mapped, then cut to 1 MiB under the mapping: what both children below fault on.
+CUT_MAP = """
     def cut_map(path):
         with open(path, "wb") as f:
             f.write(b"\\x01" * (4 << 20))
@@ -138,7 +136,12 @@ CHILD_UNGUARDED = """
         os.close(fd)
         os.truncate(path, 1 << 20)
         return mm
+"""
 
+CHILD_UNGUARDED = """
+    import mmap, os, sys
+    from logtool.store import mapguard
+""" + CUT_MAP + """
     guarded = cut_map(sys.argv[1] + ".guarded")
     g = mapguard.guard(guarded)                 # installs the handler
     assert guarded[2 << 20] == 0 and g.faulted_at() == 2 << 20
@@ -189,16 +192,7 @@ def test_without_the_guard_the_truncation_kills(tmp_path):
 CHILD_LATE_FAULTHANDLER = """
     import faulthandler, mmap, os, sys
     from logtool.store import mapguard
-
-    def cut_map(path):
-        with open(path, "wb") as f:
-            f.write(b"\\x01" * (4 << 20))
-        fd = os.open(path, os.O_RDONLY)
-        mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
-        os.close(fd)
-        os.truncate(path, 1 << 20)
-        return mm
-
+""" + CUT_MAP + """
     first = cut_map(sys.argv[1] + ".first")
     g1 = mapguard.guard(first)
     faulthandler.enable()                 # goes on top of ours: it would re-raise our faults, addressless
