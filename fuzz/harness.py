@@ -540,7 +540,7 @@ def triage_memory(v: Verdict, base: Path) -> Verdict:
     """Where a memory blow-up comes from: the input again, with the address space capped at what the worker
     maps when its target starts plus what the RSS limit leaves, so that the allocation that crosses the line
     fails with a MemoryError and its traceback. Fills in `v.origin` (and the signature) when it does."""
-    headroom = max(RSS_LIMIT - (v.rss_start or 30 << 20), 64 << 20)
+    headroom = RSS_LIMIT - FRESH_RSS  # what a fresh process may grow by, whatever the worker inherited
     forced = (v.kind, v.target) if v.target in tg.EXTRA else None
     [t] = run(v.seed, [v.index], 1, base, as_limit=-headroom, forced=forced)
     if t.origin:
