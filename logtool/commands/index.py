@@ -55,8 +55,11 @@ def verify_command(paths, fmt: str, fail_on: str, show_info: bool) -> int:
               help="where replaced index files are kept (outside the log dir); required with --apply")
 @click.option("--index-interval-bytes", type=click.IntRange(min=1), default=DEFAULT_INDEX_INTERVAL_BYTES,
               show_default=True, help="the topic's index.interval.bytes")
+@click.option("--force", is_flag=True, help="rewrite every index that differs from what recovery builds, even where "
+              "no check finds it wrong (an index built while appending can differ and still be right)")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def rebuild_command(paths, do_apply: bool, quarantine: Path | None, index_interval_bytes: int, fmt: str) -> int:
+def rebuild_command(paths, do_apply: bool, quarantine: Path | None, index_interval_bytes: int, force: bool,
+                    fmt: str) -> int:
     """Compute the indexes Kafka's recovery would build from each log's valid prefix; show the differences
     from the files on disk, or with --apply replace them.
 
@@ -65,7 +68,7 @@ def rebuild_command(paths, do_apply: bool, quarantine: Path | None, index_interv
         raise click.UsageError("give at least one PATH (a log dir, partition dir or .log file)")
     if do_apply and quarantine is None:
         raise click.UsageError("--apply needs --quarantine DIR (outside the log dir): replaced files are kept there")
-    plans, problems = index_rebuild.plan_paths(list(paths), index_interval_bytes)
+    plans, problems = index_rebuild.plan_paths(list(paths), index_interval_bytes, force)
     for line in problems:
         print(f"logtool: {line}", file=sys.stderr)
     written = 0

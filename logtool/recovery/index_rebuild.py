@@ -8,7 +8,8 @@ from pathlib import Path
 
 from logtool.rules.expected_index import ExpectedIndexes
 from logtool.rules.transactions import TxnTracker
-from logtool.checks.engine import Report, plan_targets
+from logtool.checks.engine import Report, Target, check_target, plan_targets
+from logtool.findings import Fix
 from logtool.recovery.session import Session, new_session
 from logtool.store.mapping import open_readonly
 from logtool.store.partition import Partition
@@ -128,15 +129,23 @@ def plan_index_rebuild(part: Partition, interval: int, kept: dict[str, int] | No
     return result
 
 
-def plan_paths(paths: list[Path], interval: int) -> tuple[list[IndexPlan], list[str]]:
-    """An index plan for every partition the PATHs name, and a line for each path that cannot be planned."""
+def found_wrong(target: Target) -> set[str]:
+    """The names of the index files a check finds wrong in the target (missing ones are planned anyway)."""
+    rep = check_target(target, deep=False)
+    return {Path(f.file).name for f in rep.all_findings() if f.kind.fix is Fix.REBUILD_INDEXES and f.file}
+
+
+def plan_paths(paths: list[Path], interval: int, force: bool = False) -> tuple[list[IndexPlan], list[str]]:
+    """An index plan for every partition the PATHs name, and a line for each path that cannot be planned.
+    Only index files a check finds wrong, and missing ones, are planned for writing unless `force`: an index
+    built while appending can differ from the one recovery builds and still be right."""
     report = Report()
     problems: list[str] = []
     plans = []
     for t in plan_targets(paths, report):
         try:
             part = Partition.from_segment_file(t.path) if t.single_file else Partition.from_dir(t.path)
-            plans.append(plan_index_rebuild(part, interval))
+            plans.append(plan_index_rebuild(part, interval, wrong=None if force else found_wrong(t)))
         except OSError as e:
             problems.append(f"{t.path}: {e.strerror or e}")
     return plans, [f"{f.file}: {f.message}" for f in report.findings] + problems
