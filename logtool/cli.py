@@ -1,6 +1,7 @@
 """The `logtool` command group: global options and the mapping of errors to fsck exit codes."""
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -9,7 +10,7 @@ import click
 from logtool import __version__
 from logtool.commands import audit, dump, find, index, restore, scan, truncate, verify
 from logtool import exitcodes
-
+from logtool.commands.failure import Failure
 
 
 class _ReaderGone(Exception):
@@ -46,19 +47,41 @@ cli.add_command(audit.command)
 cli.add_command(dump.command)
 
 
+def _machine_format(argv: list[str]) -> str | None:
+    """The JSON format the command line asks for, if any: errors then also go to stdout as an object, so
+    that a script reading stdout always learns why there is nothing else. Read from the words themselves,
+    as the error may come before click has parsed the option."""
+    for i, word in enumerate(argv):
+        value = word.partition("=")[2] if word.startswith("--format=") else \
+            argv[i + 1] if word == "--format" and i + 1 < len(argv) else None
+        if value in ("json", "jsonl"):
+            return value
+    return None
+
+
+def _error_object(error: str, message: str, rc: int) -> None:
+    """The one error object of the JSON formats (a document of its own in json, the last line in jsonl)."""
+    sys.stdout.write(json.dumps({"type": "error", "error": error, "message": message, "exit_code": rc}) + "\n")
+
+
 def main(argv: list[str] | None = None) -> None:
+    words = sys.argv[1:] if argv is None else argv
+    failed: tuple[str, str] | None = None  # (class, message) of an error that ended the command
     try:
         rc = cli.main(args=argv, prog_name="logtool", standalone_mode=False)
         sys.stdout.flush()  # here rather than at interpreter exit, where a closed pipe cannot be handled
     except click.UsageError as e:
-        e.show()
-        rc = exitcodes.USAGE
+        if e.ctx is not None:  # click's usage lines, then the error with the prefix every error of ours has
+            print(f"{e.ctx.get_usage()}\nTry '{e.ctx.command_path} --help' for help.\n", file=sys.stderr)
+        print(f"logtool: {e.format_message()}", file=sys.stderr)
+        rc, failed = exitcodes.USAGE, ("usage", e.format_message())
     except click.Abort:
         click.echo("Aborted.", err=True)
-        rc = exitcodes.OPERATIONAL
+        rc, failed = exitcodes.OPERATIONAL, ("operational", "aborted")
     except click.ClickException as e:
         print(f"logtool: {e.format_message()}", file=sys.stderr)  # one prefix for every error of ours
-        rc = exitcodes.OPERATIONAL
+        rc = e.exit_code if isinstance(e, Failure) else exitcodes.OPERATIONAL
+        failed = ("problems" if rc == exitcodes.PROBLEMS else "operational", e.format_message())
     except (BrokenPipeError, _ReaderGone):
         # The reader went away (`logtool dump | head`): leave quietly, as Unix tools do. What stdout still
         # buffers goes to /dev/null, so the flush at interpreter exit cannot fail again.
@@ -68,11 +91,17 @@ def main(argv: list[str] | None = None) -> None:
         rc = exitcodes.CLEAN
     except KeyboardInterrupt:
         print("logtool: interrupted", file=sys.stderr)
-        rc = exitcodes.OPERATIONAL
+        rc, failed = exitcodes.OPERATIONAL, ("operational", "interrupted")
     except Exception as e:  # a bug of ours: one line for the user, the traceback on request
         if os.environ.get("LOGTOOL_DEBUG"):
             raise
-        print(f"logtool: internal error: {type(e).__name__}: {e} (set LOGTOOL_DEBUG=1 for the traceback)",
-              file=sys.stderr)
-        rc = exitcodes.OPERATIONAL
+        message = f"internal error: {type(e).__name__}: {e}"
+        print(f"logtool: {message} (set LOGTOOL_DEBUG=1 for the traceback)", file=sys.stderr)
+        rc, failed = exitcodes.OPERATIONAL, ("internal", message)
+    if failed is not None and _machine_format(words):
+        try:
+            _error_object(*failed, rc)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            pass
     sys.exit(rc if isinstance(rc, int) else exitcodes.CLEAN)

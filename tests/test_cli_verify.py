@@ -75,7 +75,8 @@ def test_fail_on_error_ignores_warnings(case_copy):
 def test_jsonl_one_object_per_partition():
     p = run_logtool("verify", "--format", "jsonl", str(kafka_case("v2-lz4")), str(kafka_case("v2-zstd")))
     rows = [json.loads(line) for line in p.stdout.splitlines()]
-    assert [r["topic"] for r in rows] == ["metrics", "events"]
+    assert [r["topic"] for r in rows if r["type"] == "partition"] == ["metrics", "events"]
+    assert rows[-1]["type"] == "summary" and rows[-1]["partitions"] == 2 and rows[-1]["exit_code"] == 0
 
 
 def test_single_segment_file():

@@ -44,7 +44,10 @@ def dump(*args: str) -> tuple[int, str, str]:
 
 
 def objects(text: str) -> list[dict]:
-    return [json.loads(line) for line in text.splitlines()]
+    """The event objects of JSON Lines, after checking that the last line is the closing summary."""
+    rows = [json.loads(line) for line in text.splitlines()]
+    assert rows and rows[-1]["type"] == "summary" and rows[-1]["exit_code"] in (0, 4), rows[-1:]
+    return rows[:-1]
 
 
 def records_of(text: str) -> list[tuple]:
@@ -483,7 +486,7 @@ def dump_bytes(tmp: Path, data: bytes) -> set[int]:
         dump_text.render(events, io.StringIO(), decoders.get("utf8"), decoders.get("json"))
         dump_json.write_lines(events, io.StringIO(), decoders.get("hex"), decoders.get("json"))
         dump_json.write_document(events, io.StringIO(), decoders.get("base64"), decoders.get("none"),
-                                 {"path": str(log)}, stats, list)
+                                 {"path": str(log)}, dict)
     finally:
         part.close()
     spans = sorted([(e.view.position, e.view.position + e.view.size) for e in events if isinstance(e, BatchRead)]

@@ -11,6 +11,7 @@ from logtool.reads import decoders
 from logtool.commands.options import parse_time
 from logtool.store.partition import NotAPartition, open_partition
 from logtool.commands.options import format_option
+from logtool.render.jsonout import emit_jsonl
 from logtool.render import dump_json, dump_text
 from logtool.reads.ranges import RangePlan, Stats, plan_range, read_range
 from logtool import exitcodes
@@ -73,9 +74,11 @@ def command(path: Path, from_offset: int | None, to_offset: int | None, from_tim
             dump_text.render(events, out, key if show_data else None, value if show_data else None)
         elif fmt == "jsonl":
             dump_json.write_lines(events, out, key, value)
+            closing = _closing(p, stats, batches_only)
+            emit_jsonl([{"type": "summary", **closing.pop("summary"), **closing}])
         else:
             head = {"path": str(path), "first_offset": p.first, "last_offset": p.last}
-            dump_json.write_document(events, out, key, value, head, stats, lambda: _notes(p, stats, batches_only))
+            dump_json.write_document(events, out, key, value, head, lambda: _closing(p, stats, batches_only))
     except OSError as e:
         if isinstance(e, BrokenPipeError):
             raise  # the reader went away: cli.main leaves quietly
@@ -85,7 +88,19 @@ def command(path: Path, from_offset: int | None, to_offset: int | None, from_tim
     if fmt != "json":
         for note in _notes(p, stats, batches_only):
             print(f"logtool: {note}", file=sys.stderr)
+    return _exit_code(stats)
+
+
+def _exit_code(stats: Stats) -> int:
     return exitcodes.PROBLEMS if stats.damaged else exitcodes.CLEAN
+
+
+def _closing(p: RangePlan, stats: Stats, batches_only: bool) -> dict:
+    """What the JSON forms end with, once every event is out: the notes, the counts and the exit code."""
+    return {"notes": _notes(p, stats, batches_only),
+            "summary": {"segments_read": stats.segments_read, "batches": stats.batches, "records": stats.records,
+                        "damaged": stats.damaged},
+            "exit_code": _exit_code(stats)}
 
 
 def _notes(p: RangePlan, stats: Stats, batches_only: bool) -> list[str]:

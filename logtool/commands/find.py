@@ -1,12 +1,12 @@
 """`logtool find`: the batch holding an offset, or the first record at or after a timestamp."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
 from logtool import exitcodes
+from logtool.commands.failure import Failure
 from logtool.commands.options import parse_time
 from logtool.render.find import render_hit
 from logtool.render.jsonout import emit_json
@@ -26,19 +26,18 @@ def command(path: Path, offset: int | None, when: str | None, fmt: str) -> int:
     try:
         part = open_partition(path)
     except NotAPartition as e:
-        raise click.ClickException(str(e)) from None
+        raise Failure(str(e)) from None
     try:
         hit = seek_offset(part, offset) if offset is not None else seek_timestamp(part, parse_time(when))
-    except SeekError as e:
-        print(f"logtool: {e}", file=sys.stderr)
-        return exitcodes.PROBLEMS
+    except SeekError as e:  # not there: an answer about the data, as a damaged partition is
+        raise Failure(str(e), exitcodes.PROBLEMS) from None
     except OSError as e:
-        raise click.ClickException(f"{e.filename or path}: {e.strerror or e}") from None
+        raise Failure(f"{e.filename or path}: {e.strerror or e}") from None
     finally:
         part.close()
     doc = hit.to_dict()
     if fmt == "json":
-        emit_json(doc)
+        emit_json({**doc, "exit_code": exitcodes.CLEAN})
     else:
         render_hit(doc)
     return exitcodes.CLEAN

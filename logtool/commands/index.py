@@ -11,6 +11,7 @@ from logtool.findings import Group, Severity
 from logtool.format.index import entries
 from logtool.rules.expected_index import DEFAULT_INDEX_INTERVAL_BYTES
 from logtool.checks.engine import Report
+from logtool.commands.failure import Failure
 from logtool.commands.options import format_option
 from logtool import exitcodes
 from logtool.recovery import index_rebuild
@@ -44,8 +45,8 @@ def _only_index_findings(report: Report) -> Report:
 def verify_command(paths, fmt: str, fail_on: str, show_info: bool) -> int:
     """Every .index, .timeindex and .txnindex against its log: Kafka's sanity checks and entry by entry."""
     report = _only_index_findings(checked("index verify", paths, deep=False))
-    emit(report, fmt, lambda r: render_verify(r, show_info))
-    return report.exit_code(Severity.ERROR if fail_on == "error" else Severity.WARNING)
+    return emit(report, fmt, lambda r: render_verify(r, show_info),
+                report.exit_code(Severity.ERROR if fail_on == "error" else Severity.WARNING))
 
 
 @group.command("rebuild")
@@ -77,18 +78,23 @@ def rebuild_command(paths, do_apply: bool, quarantine: Path | None, index_interv
         try:
             run_dir, written = index_rebuild.rebuild(plans, quarantine, command)
         except RepairRefused as e:
-            print(f"logtool: {e}", file=sys.stderr)
-            return exitcodes.OPERATIONAL
+            raise Failure(str(e)) from None
         print(f"logtool: replaced files kept in {run_dir} (undo with `logtool restore {run_dir}`)", file=sys.stderr)
+    rc = _rebuild_exit_code(plans, problems, do_apply, written)
     if fmt == "json":
-        emit_json({"partitions": [p.to_dict() for p in plans], "applied": do_apply, "files_written": written})
+        emit_json({"partitions": [p.to_dict() for p in plans], "problems": problems, "applied": do_apply,
+                   "files_written": written, "exit_code": rc})
     else:
         _render(plans, do_apply)
+    return rc
+
+
+def _rebuild_exit_code(plans, problems: list[str], applied: bool, written: int) -> int:
     if problems or any(p.unreadable for p in plans):
         return exitcodes.OPERATIONAL
     if any(p.overflow for p in plans):
         return exitcodes.PROBLEMS  # a segment no index can describe stays a problem, repaired or not
-    if do_apply:
+    if applied:
         return exitcodes.REPAIRED if written else exitcodes.CLEAN
     return exitcodes.PROBLEMS if any(p.pending for p in plans) else exitcodes.CLEAN
 

@@ -20,13 +20,22 @@ def checked(label: str, paths: tuple[Path, ...], deep: bool, **run_options) -> R
         return run_checks(list(paths), deep, on_target=advance, targets_known=set_total, **run_options)
 
 
-def emit(report: Report, fmt: str, text: Callable[[Report], None]) -> None:
-    """The report as one JSON document, JSON Lines (a partition per line) or text; path problems on stderr."""
+def emit(report: Report, fmt: str, text: Callable[[Report], None], exit_code: int) -> int:
+    """The report as one JSON document, JSON Lines or text; path problems also on stderr. Both JSON forms
+    carry every finding and the exit code: JSON Lines has a row per log dir, per path that could not be
+    read (an error row) and per partition, each with its `type`, then a closing summary row."""
     if fmt == "json":
-        emit_json(report.to_dict())
+        emit_json({**report.to_dict(), "exit_code": exit_code})
     elif fmt == "jsonl":
-        emit_jsonl(p.to_dict() for p in report.partitions)
+        emit_jsonl([
+            *({"type": "log_dir", **d.to_dict()} for d in report.log_dirs),
+            *({"type": "error", "error": "operational", "message": f"{f.file}: {f.message}", "finding": f.to_dict()}
+              for f in report.findings),
+            *({"type": "partition", **p.to_dict()} for p in report.partitions),
+            {"type": "summary", **report.summary(), "exit_code": exit_code},
+        ])
     else:
         text(report)
     for f in report.findings:  # what stopped a PATH from being read at all: one line each
         print(f"logtool: {f.file}: {f.message}", file=sys.stderr)
+    return exit_code

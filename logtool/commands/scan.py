@@ -18,5 +18,4 @@ def command(paths, fmt: str) -> int:
     Exit 0: nothing wrong; 4: a partition is damaged or has warnings (as verify would say); 8: a PATH could
     not be read or is not Kafka's."""
     report = checked("scan", paths, deep=False)
-    emit(report, fmt, render_inventory)
-    return report.exit_code()
+    return emit(report, fmt, render_inventory, report.exit_code())

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from logtool import exitcodes
+from logtool.commands.failure import Failure
 from logtool.commands.options import paths_argument
 from logtool.recovery import truncate
 from logtool.recovery.errors import RepairRefused
@@ -57,8 +58,7 @@ def command(paths, do_apply: bool, quarantine: Path, strict: bool, excise: bool,
                 resumed.append(truncate.resume(run_dir))
                 print(f"logtool: finished the interrupted repair {run_dir}", file=sys.stderr)
         except RepairRefused as e:
-            print(f"logtool: {e}", file=sys.stderr)
-            return exitcodes.OPERATIONAL
+            raise Failure(str(e)) from None
     plan = plan_repair(list(paths), strict, index_interval_bytes, excise)
     for line in plan.problems:
         print(f"logtool: {line}", file=sys.stderr)
@@ -68,22 +68,21 @@ def command(paths, do_apply: bool, quarantine: Path, strict: bool, excise: bool,
         try:
             applied = truncate.apply_plan(plan, quarantine, command_line)
         except RepairRefused as e:
-            print(f"logtool: {e}", file=sys.stderr)
-            return exitcodes.OPERATIONAL
+            raise Failure(str(e)) from None
+    if plan.problems:
+        rc = exitcodes.OPERATIONAL
+    elif applied or resumed:
+        rc = exitcodes.REPAIRED
+    else:
+        rc = exitcodes.PROBLEMS if plan.pending else exitcodes.CLEAN
     if fmt == "json":
-        doc = plan.to_dict()
-        doc["applied"] = applied is not None
-        doc["run"] = str(applied.run) if applied else None
-        emit_json(doc)
+        emit_json({**plan.to_dict(), "applied": applied is not None, "run": str(applied.run) if applied else None,
+                   "exit_code": rc})
     else:
         render_plan(plan, applied is not None)
     for done in [*resumed, *([applied] if applied else [])]:
         print(f"logtool: removed bytes kept in {done.run} (undo with `logtool restore {done.run}`)", file=sys.stderr)
-    if plan.problems:
-        return exitcodes.OPERATIONAL
-    if applied or resumed:
-        return exitcodes.REPAIRED
-    return exitcodes.PROBLEMS if plan.pending else exitcodes.CLEAN
+    return rc
 
 
 def _partition_dirs(paths: list[Path]) -> list[Path]:

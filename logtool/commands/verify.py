@@ -40,5 +40,5 @@ def command(paths, deep: bool, fmt: str, fail_on: str, max_read_rate: float | No
             show_info: bool) -> int:
     """Check every CRC and invariant of log dirs, partition dirs or .log files."""
     report = checked("verify", paths, deep, reading=read_policy(max_read_rate, spare_page_cache))
-    emit(report, fmt, lambda r: render_verify(r, show_info))
-    return report.exit_code(Severity.ERROR if fail_on == "error" else Severity.WARNING)
+    return emit(report, fmt, lambda r: render_verify(r, show_info),
+                report.exit_code(Severity.ERROR if fail_on == "error" else Severity.WARNING))

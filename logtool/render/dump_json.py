@@ -17,7 +17,7 @@ from typing import TextIO
 
 from logtool.reads.decoders import PIECE, Decoder
 from logtool.format.batch import BatchView
-from logtool.reads.ranges import Anomaly, BatchRead, Control, Damage, Event, Skipped, Stats
+from logtool.reads.ranges import Anomaly, BatchRead, Control, Damage, Event, Skipped
 
 
 def _dumps(obj: object) -> str:
@@ -132,15 +132,13 @@ def write_lines(events: Iterable[Event], out: TextIO, key: Decoder, value: Decod
 
 
 def write_document(events: Iterable[Event], out: TextIO, key: Decoder, value: Decoder, head: dict,
-                   stats: Stats, notes: Callable[[], list[str]]) -> None:
-    """One document, streamed: `head` fields, then "events" as they come, then the `notes` known once
-    the events are read, and a "summary"."""
+                   tail: Callable[[], dict]) -> None:
+    """One document, streamed: `head` fields, then "events" as they come, then the `tail` fields, known
+    once the events are read."""
     out.write('{' + ",".join(f"{_dumps(k)}:{_dumps(v)}" for k, v in head.items()) + ',"events":[')
     sep = "\n"
     for text in objects(events, key, value):
         out.write(sep)
         _write(out, text if isinstance(text, Pieces) else text.replace("\n", ",\n"))
         sep = ",\n"
-    summary = {"segments_read": stats.segments_read, "batches": stats.batches, "records": stats.records,
-               "damaged": stats.damaged}
-    out.write(f'\n],"notes":{_dumps(notes())},"summary":{_dumps(summary)}}}\n')
+    out.write("\n]" + "".join(f",{_dumps(k)}:{_dumps(v)}" for k, v in tail().items()) + "}\n")
