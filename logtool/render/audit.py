@@ -3,45 +3,46 @@ replica divergence, and where the tables are."""
 from __future__ import annotations
 
 from rich.markup import escape
-from rich.table import Table
 
+from logtool.render.table import Column, print_fitted
 from logtool.render.text import console
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
 
 
+def _per_second(rate: float) -> str:
+    return f"{rate:,.0f}" if rate >= 10 else f"{rate:.2g}"  # a slow rate keeps two digits, never reads 0
+
+
 def render_audit(s: dict) -> None:
     out = console()
     secs = s["seconds"]
-    rate = f"{s['bytes'] / 1e6 / secs['check']:,.1f} MB/s, {s['partitions'] / secs['check']:,.0f} partitions/s" \
-        if secs["check"] else "-"
+    rate = f"{s['bytes'] / 1e6 / secs['check']:,.1f} MB/s, {_per_second(s['partitions'] / secs['check'])} " \
+        f"partitions/s" if secs["check"] else "-"
     startup = f"; Spark start-up {secs['startup']} s" if secs["startup"] is not None else ""
     out.print(f"[bold]audit[/] of {len(s['paths'])} path(s) on {escape(s['master'])}: {s['partitions']} partition(s), "
               f"{s['segments']} segment(s), {s['bytes']} bytes, {s['batches']} batches in {s['tasks']} task(s)")
     out.print(f"  listing {secs['listing']} s, checks {secs['check']} s ({rate}), tables {secs['output']} s{startup}")
     out.print(f"[bold]{s['errors']} error(s), {s['warnings']} warning(s), {s['infos']} info[/]")
     if s["by_code"]:
-        table = Table("code", "name", "severity", "count")
-        for r in s["by_code"]:
-            table.add_row(r["code"], r["name"], f"[{_STYLE[r['severity']]}]{r['severity']}[/]", str(r["count"]))
-        out.print(table)
+        print_fitted(out, [Column("code"), Column("name"), Column("severity", 1), Column("count")],
+                     [[r["code"], r["name"], f"[{_STYLE[r['severity']]}]{r['severity']}[/]", str(r["count"])]
+                      for r in s["by_code"]])
     if s["worst_partitions"]:
         out.print("[bold]worst partitions[/]")
-        table = Table("path", "host", "errors", "warnings", "worst finding")
-        for r in s["worst_partitions"]:
-            table.add_row(escape(r["path"]), escape(r["host"]), str(r["errors"]), str(r["warnings"]),
-                          escape(r["worst_finding"] or "-"))
-        out.print(table)
+        print_fitted(out, [Column("path"), Column("host", 4), Column("errors", 1), Column("warnings", 2),
+                           Column("worst finding", 3)],
+                     [[escape(r["path"]), escape(r["host"]), str(r["errors"]), str(r["warnings"]),
+                       escape(r["worst_finding"] or "-")] for r in s["worst_partitions"]])
     d = s["divergence"]
     if d is not None:
         kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(d["by_kind"].items())) or "none"
         out.print(f"[bold]replicas[/]: {d['shared_partitions']} partition(s) on more than one log dir, "
                   f"{d['diverging']} diverge ({kinds})")
         if d["first"]:
-            table = Table("partition", "kind", "first divergent offset", "affected")
-            for r in d["first"]:
-                table.add_row(escape(f"{r['topic']}-{r['partition']}"), r["kind"], str(r["first_divergent_offset"]),
-                              escape(", ".join(r["affected"])))
-            out.print(table)
+            print_fitted(out, [Column("partition"), Column("kind"), Column("first divergent offset", 1),
+                               Column("affected", 2)],
+                         [[escape(f"{r['topic']}-{r['partition']}"), r["kind"], str(r["first_divergent_offset"]),
+                           escape(", ".join(r["affected"]))] for r in d["first"]])
     tables = "findings, partitions" + (", divergence" if d is not None else "")
     out.print(f"wrote {escape(s['output'])}: {tables} (Parquet) and summary.json")

@@ -1,14 +1,15 @@
 """Text output for people (rich): finding lists, inventory tables, summaries."""
 from __future__ import annotations
 
+import os
 import sys
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from logtool.findings import Finding, Kind, Severity
 from logtool.checks.engine import Report
+from logtool.render.table import Column, print_fitted
 from logtool.store.layout import FileKind, classify_file
 
 _SEGMENT_KINDS = {FileKind.LOG, FileKind.INDEX, FileKind.TIMEINDEX, FileKind.TXNINDEX, FileKind.SNAPSHOT}
@@ -17,8 +18,9 @@ _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO:
 
 
 def console() -> Console:
-    # In a pipe rich assumes 80 columns; tables would be squeezed into unreadable cells.
-    width = None if sys.stdout.isatty() else 200
+    # In a pipe rich would assume 80 columns and leave out table columns a file has room for: 200 there,
+    # unless COLUMNS says otherwise. On a terminal rich asks the terminal.
+    width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "").strip() or 0) or 200
     return Console(highlight=False, soft_wrap=True, width=width)
 
 
@@ -109,9 +111,10 @@ def render_inventory(report: Report) -> None:
             out.print("  .kafka_cleanshutdown present (the broker will skip recovery)")
         for f in d.findings:  # what is wrong with the log-dir files listed above
             out.print(finding_line(f))
-    table = Table(show_lines=False)
-    for col in ("partition", "status", "segments", "bytes", "offsets", "timestamps", "magic", "codecs", "indexes", "other files"):
-        table.add_column(col)
+    columns = [Column("partition"), Column("status"), Column("segments", 2), Column("bytes", 3),
+               Column("offsets", 1), Column("timestamps", 4), Column("magic", 6), Column("codecs", 5),
+               Column("indexes", 7), Column("other files", 8)]
+    rows = []
     for p in report.partitions:
         segs = p.segments
         firsts = [s.first_offset for s in segs if s.first_offset is not None]
@@ -120,7 +123,7 @@ def render_inventory(report: Report) -> None:
         ts_max = [s.max_timestamp for s in segs if s.max_timestamp is not None]
         idx = sum(1 for s in segs for v in s.indexes.values() if v is not None)
         name = f"{p.topic}-{p.partition}" if p.topic is not None else p.path
-        table.add_row(
+        rows.append([
             escape(name), "clean" if p.status == "clean" else "[red]damaged[/]", str(len(segs)),
             str(sum(s.size for s in segs)),
             f"{min(firsts)}..{max(lasts)}" if firsts else "-",
@@ -128,5 +131,5 @@ def render_inventory(report: Report) -> None:
             ",".join(str(m) for m in sorted({m for s in segs for m in s.magic})) or "-",
             ",".join(sorted({c for s in segs for c in s.codecs})) or "-",
             f"{idx} files", escape(_other_files(p.files)),
-        )
-    out.print(table)
+        ])
+    print_fitted(out, columns, rows)
