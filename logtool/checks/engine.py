@@ -1,6 +1,8 @@
 """Run every check over the PATHs a user gives: the shared engine of `scan`, `verify` and `audit`."""
 from __future__ import annotations
 
+import os
+
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,9 +103,7 @@ def open_target(target: Target, reading: ReadPolicy | None = None) -> Partition 
         rep = PartitionReport(str(target.path), *((name.topic, name.partition, name.kind) if name else (None, None)))
         rep.findings.append(unreadable(target, e))
         return rep
-    for seg in part.segments:
-        seg.reading = reading
-    return part
+    return part.read_under(reading)
 
 
 def check_target(target: Target, deep: bool, reading: ReadPolicy | None = None, lens: Lens | None = None) -> PartitionReport:
@@ -117,20 +117,38 @@ def check_target(target: Target, deep: bool, reading: ReadPolicy | None = None, 
         part.close()
 
 
-def run_checks(paths: list[Path], deep: bool, on_target: Callable[[Target], None] | None = None,
-        targets_known: Callable[[int], None] | None = None, reading: ReadPolicy | None = None) -> Report:
+def segment_bytes(target: Target) -> int:
+    """The bytes of the target's .log files, as listed now (0 for what cannot be listed): what a walk of
+    it reads, for a progress display."""
+    if target.single_file:
+        paths = [target.path]
+    else:
+        try:
+            paths = [e for e in os.scandir(target.path) if e.name.endswith(".log")]
+        except OSError:
+            return 0
+    total = 0
+    for p in paths:
+        try:
+            total += os.stat(p, follow_symlinks=False).st_size
+        except OSError:
+            pass
+    return total
+
+
+def run_checks(paths: list[Path], deep: bool, bytes_known: Callable[[int], None] | None = None,
+               reading: ReadPolicy | None = None) -> Report:
+    """Every check over PATHs; `bytes_known` is told how many segment bytes the walk will read."""
     report = Report()
     targets = plan_targets(paths, report)
     check_log_dir_set(report.log_dirs)
-    if targets_known:
-        targets_known(len(targets))
+    if bytes_known:
+        bytes_known(sum(map(segment_bytes, targets)))
     for t in targets:
         rep = check_target(t, deep, reading)
         if any(f.name == "UNREADABLE" for f in rep.all_findings()):
             report.operational_error = True
         report.partitions.append(rep)
-        if on_target:
-            on_target(t)
     check_across_files(report)
     return report
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import sys
 import time
 from pathlib import Path
 
@@ -93,6 +94,8 @@ def command(paths: tuple[Path, ...], output: str, master: str | None, deep: bool
     audit = Audit(tuple(str(p) for p in paths), output, settings, task_bytes,
                   Severity.ERROR if fail_on == "error" else Severity.WARNING)
     began = time.perf_counter()
+    if sys.stderr.isatty():  # the first seconds are the JVM's: say so, rather than a bar that does not move
+        print(f"logtool: starting Spark ({master or 'local[*]'}) ...", file=sys.stderr)
     try:
         spark, started = start(master, conf)
     except SparkUnavailable as e:

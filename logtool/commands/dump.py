@@ -12,6 +12,7 @@ from logtool.commands.options import parse_time
 from logtool.store.partition import NotAPartition, open_partition
 from logtool.commands.options import format_option
 from logtool.render.jsonout import emit_jsonl
+from logtool.render.progress import progress
 from logtool.render import dump_json, dump_text
 from logtool.reads.ranges import RangePlan, Stats, plan_range, read_range
 from logtool import exitcodes
@@ -64,21 +65,25 @@ def command(path: Path, from_offset: int | None, to_offset: int | None, from_tim
         raise click.ClickException(str(e)) from None
     stats = Stats()
     try:
-        p = plan_range(part, from_offset, to_offset, start_ms, end_ms)
-        events = read_range(part, p, stats, salvage=salvage, batches_only=batches_only, limit=max_records)
-        out = sys.stdout
-        if isinstance(out, io.TextIOWrapper):  # a key or value the terminal's encoding lacks is escaped, not fatal
-            out.reconfigure(errors="backslashreplace")
-        if fmt == "text":
-            show_data = print_data or key_decoder is not None or value_decoder is not None  # as Kafka's tool
-            dump_text.render(events, out, key if show_data else None, value if show_data else None)
-        elif fmt == "jsonl":
-            dump_json.write_lines(events, out, key, value)
-            closing = _closing(p, stats, batches_only)
-            emit_jsonl([{"type": "summary", **closing.pop("summary"), **closing}])
-        else:
-            head = {"path": str(path), "first_offset": p.first, "last_offset": p.last}
-            dump_json.write_document(events, out, key, value, head, lambda: _closing(p, stats, batches_only))
+        # Progress only where it does not mix with the records: stdout goes to a file or a pipe, stderr is seen.
+        with progress("dump", shown=sys.stderr.isatty() and not sys.stdout.isatty()) as meter:
+            part.read_under(meter.reading(None))  # before the first segment is opened
+            p = plan_range(part, from_offset, to_offset, start_ms, end_ms)
+            meter.total(part.log_bytes(p.segment) if p.segment is not None else 0)
+            events = read_range(part, p, stats, salvage=salvage, batches_only=batches_only, limit=max_records)
+            out = sys.stdout
+            if isinstance(out, io.TextIOWrapper):  # what the terminal's encoding lacks is escaped, not fatal
+                out.reconfigure(errors="backslashreplace")
+            if fmt == "text":
+                show_data = print_data or key_decoder is not None or value_decoder is not None  # as Kafka's tool
+                dump_text.render(events, out, key if show_data else None, value if show_data else None)
+            elif fmt == "jsonl":
+                dump_json.write_lines(events, out, key, value)
+                closing = _closing(p, stats, batches_only)
+                emit_jsonl([{"type": "summary", **closing.pop("summary"), **closing}])
+            else:
+                head = {"path": str(path), "first_offset": p.first, "last_offset": p.last}
+                dump_json.write_document(events, out, key, value, head, lambda: _closing(p, stats, batches_only))
     except OSError as e:
         if isinstance(e, BrokenPipeError):
             raise  # the reader went away: cli.main leaves quietly

@@ -10,6 +10,7 @@ from logtool.commands.failure import Failure
 from logtool.commands.options import parse_time
 from logtool.render.find import render_hit
 from logtool.render.jsonout import emit_json
+from logtool.render.progress import progress
 from logtool.store.partition import NotAPartition, open_partition
 from logtool.store.seek import SeekError, seek_offset, seek_timestamp
 
@@ -28,7 +29,10 @@ def command(path: Path, offset: int | None, when: str | None, fmt: str) -> int:
     except NotAPartition as e:
         raise Failure(str(e)) from None
     try:
-        hit = seek_offset(part, offset) if offset is not None else seek_timestamp(part, parse_time(when))
+        with progress("find") as meter:  # moves only where no index helps and the log is walked
+            meter.total(part.log_bytes())
+            part.read_under(meter.reading(None))
+            hit = seek_offset(part, offset) if offset is not None else seek_timestamp(part, parse_time(when))
     except SeekError as e:  # not there: an answer about the data, as a damaged partition is
         raise Failure(str(e), exitcodes.PROBLEMS) from None
     except OSError as e:

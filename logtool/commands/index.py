@@ -18,6 +18,7 @@ from logtool.recovery import index_rebuild
 from logtool.recovery.errors import RepairRefused
 from logtool.commands.report import checked, emit
 from logtool.render.jsonout import emit_json
+from logtool.render.progress import progress
 from logtool.render.text import console, render_verify
 
 # What `index verify` reports besides the index group: index files without a log, and what stops reading.
@@ -69,7 +70,9 @@ def rebuild_command(paths, do_apply: bool, quarantine: Path | None, index_interv
         raise click.UsageError("give at least one PATH (a log dir, partition dir or .log file)")
     if do_apply and quarantine is None:
         raise click.UsageError("--apply needs --quarantine DIR (outside the log dir): replaced files are kept there")
-    plans, problems = index_rebuild.plan_paths(list(paths), index_interval_bytes, force)
+    with progress("index rebuild") as meter:
+        plans, problems = index_rebuild.plan_paths(list(paths), index_interval_bytes, force, meter.reading(None),
+                                                   meter.total)
     for line in problems:
         print(f"logtool: {line}", file=sys.stderr)
     written = 0

@@ -16,8 +16,9 @@ def checked(label: str, paths: tuple[Path, ...], deep: bool, **run_options) -> R
     """Every check over PATHs, with a progress bar on a terminal; `run_options` go to `checks.engine.run_checks`."""
     if not paths:
         raise click.UsageError("give at least one PATH (a log dir, partition dir or .log file)")
-    with progress(label) as (set_total, advance):
-        return run_checks(list(paths), deep, on_target=advance, targets_known=set_total, **run_options)
+    with progress(label) as meter:
+        reading = meter.reading(run_options.pop("reading", None))
+        return run_checks(list(paths), deep, bytes_known=meter.total, reading=reading, **run_options)
 
 
 def emit(report: Report, fmt: str, text: Callable[[Report], None], exit_code: int) -> int:

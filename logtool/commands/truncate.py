@@ -13,6 +13,7 @@ from logtool.recovery import truncate
 from logtool.recovery.errors import RepairRefused
 from logtool.recovery.truncate_plan import plan_repair
 from logtool.render.jsonout import emit_json
+from logtool.render.progress import progress
 from logtool.render.repair import render_plan
 from logtool.rules.expected_index import DEFAULT_INDEX_INTERVAL_BYTES
 
@@ -59,7 +60,8 @@ def command(paths, do_apply: bool, quarantine: Path, strict: bool, excise: bool,
                 print(f"logtool: finished the interrupted repair {run_dir}", file=sys.stderr)
         except RepairRefused as e:
             raise Failure(str(e)) from None
-    plan = plan_repair(list(paths), strict, index_interval_bytes, excise)
+    with progress("planning the repair") as meter:
+        plan = plan_repair(list(paths), strict, index_interval_bytes, excise, meter.reading(None), meter.total)
     for line in plan.problems:
         print(f"logtool: {line}", file=sys.stderr)
     applied = None

@@ -3,15 +3,17 @@ that differs from the disk) and an executor that applies a plan through the quar
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from logtool.rules.expected_index import ExpectedIndexes
 from logtool.rules.transactions import TxnTracker
-from logtool.checks.engine import Report, Target, check_target, plan_targets
+from logtool.checks.engine import Report, Target, check_target, plan_targets, segment_bytes
 from logtool.findings import Fix
 from logtool.recovery.session import Session, new_session
 from logtool.store.mapping import open_readonly
+from logtool.store.pacing import ReadPolicy
 from logtool.store.partition import Partition
 from logtool.store.segment import WalkOutcome
 
@@ -129,23 +131,29 @@ def plan_index_rebuild(part: Partition, interval: int, kept: dict[str, int] | No
     return result
 
 
-def found_wrong(target: Target) -> set[str]:
+def found_wrong(target: Target, reading: ReadPolicy | None) -> set[str]:
     """The names of the index files a check finds wrong in the target (missing ones are planned anyway)."""
-    rep = check_target(target, deep=False)
+    rep = check_target(target, deep=False, reading=reading)
     return {Path(f.file).name for f in rep.all_findings() if f.kind.fix is Fix.REBUILD_INDEXES and f.file}
 
 
-def plan_paths(paths: list[Path], interval: int, force: bool = False) -> tuple[list[IndexPlan], list[str]]:
+def plan_paths(paths: list[Path], interval: int, force: bool = False, reading: ReadPolicy | None = None,
+               bytes_known: Callable[[int], None] | None = None) -> tuple[list[IndexPlan], list[str]]:
     """An index plan for every partition the PATHs name, and a line for each path that cannot be planned.
     Only index files a check finds wrong, and missing ones, are planned for writing unless `force`: an index
-    built while appending can differ from the one recovery builds and still be right."""
+    built while appending can differ from the one recovery builds and still be right. The checks read under
+    `reading` (`bytes_known` is told how many segment bytes they read); the plans then read what they need."""
     report = Report()
     problems: list[str] = []
     plans = []
-    for t in plan_targets(paths, report):
+    targets = plan_targets(paths, report)
+    if bytes_known:
+        bytes_known(sum(map(segment_bytes, targets)))
+    for t in targets:
         try:
+            wrong = None if force else found_wrong(t, reading)
             part = Partition.from_segment_file(t.path) if t.single_file else Partition.from_dir(t.path)
-            plans.append(plan_index_rebuild(part, interval, wrong=None if force else found_wrong(t)))
+            plans.append(plan_index_rebuild(part.read_under(reading if force else None), interval, wrong=wrong))
         except OSError as e:
             problems.append(f"{t.path}: {e.strerror or e}")
     return plans, [f"{f.file}: {f.message}" for f in report.findings] + problems

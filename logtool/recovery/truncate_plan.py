@@ -6,10 +6,11 @@ the byte and offset ranges it removes and the records they hold, so that nothing
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from logtool.checks.engine import Report, plan_targets
+from logtool.checks.engine import Report, plan_targets, segment_bytes
 from logtool.checks.logdir import LogDirReport, check_log_dir
 from logtool.checks.partition import PartitionReport, check_partition
 from logtool.findings import Finding, Fix
@@ -19,6 +20,7 @@ from logtool.reads.salvage import next_batch
 from logtool.recovery.index_rebuild import history_complete, plan_index_rebuild
 from logtool.rules.expected_index import ExpectedIndexes
 from logtool.rules.transactions import TxnTracker
+from logtool.store.pacing import ReadPolicy
 from logtool.store.layout import FileKind, PathKind, classify_path, parse_partition_dir
 from logtool.store.partition import Partition
 from logtool.store.segment import Segment, WalkOutcome
@@ -364,16 +366,21 @@ def _plan_side_files(part: Partition, plan: PartitionPlan) -> None:
             plan.notes.append(f"{name}: left for the broker, which applies or discards a .swap at load")
 
 
-def plan_repair(paths: list[Path], strict: bool, interval: int, excise: bool = False) -> RepairPlan:
-    """The plan for every partition the PATHs name (log dirs or partition dirs)."""
+def plan_repair(paths: list[Path], strict: bool, interval: int, excise: bool = False,
+                reading: ReadPolicy | None = None, bytes_known: Callable[[int], None] | None = None) -> RepairPlan:
+    """The plan for every partition the PATHs name (log dirs or partition dirs), their segments read under
+    `reading`; `bytes_known` is told how many segment bytes that is."""
     report = Report()
     result = RepairPlan(strict=strict)
-    for t in plan_targets(paths, report):
+    targets = plan_targets(paths, report)
+    if bytes_known:
+        bytes_known(sum(map(segment_bytes, targets)))
+    for t in targets:
         if t.single_file:
             result.problems.append(f"{t.path}: truncate works on partition dirs and log dirs, not on one segment file")
             continue
         try:
-            part = Partition.from_dir(t.path)
+            part = Partition.from_dir(t.path).read_under(reading)
             try:
                 planned = plan_partition(part, strict, interval, excise)
             finally:

@@ -1,21 +1,61 @@
-"""A progress bar on a terminal, nothing in a pipe."""
+"""Progress on a terminal (stderr), nothing in a pipe or a file: bytes read of bytes to read, the rate and
+the time left, moving within a segment as the walker passes its bytes; or counted steps where bytes are
+not known (the audit's listing)."""
 from __future__ import annotations
 
 import sys
 from contextlib import contextmanager
+from dataclasses import replace
+from typing import Iterator
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn, TransferSpeedColumn)
+
+from logtool.store.pacing import PROGRESS_EVERY, ReadPolicy
+
+
+class Meter:
+    """What a command tells the display: how much there is to do, and how much more is done."""
+
+    def __init__(self, bar: Progress | None = None) -> None:
+        self._bar = bar
+        self._task = bar.add_task("", total=None) if bar is not None else None
+
+    @property
+    def shown(self) -> bool:
+        return self._bar is not None
+
+    def total(self, n: int) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, total=n)
+
+    def add(self, n: int = 1) -> None:
+        if self._bar is not None:
+            self._bar.advance(self._task, n)
+
+    def say(self, text: str) -> None:
+        """A line above the bar (a stage that takes a while, such as Spark's start-up)."""
+        if self._bar is not None:
+            self._bar.console.print(text)
+
+    def reading(self, policy: ReadPolicy | None) -> ReadPolicy | None:
+        """`policy` (or none) with every byte the walker reads counted here."""
+        if self._bar is None:
+            return policy
+        if policy is None:
+            return ReadPolicy(every=PROGRESS_EVERY, on_bytes=self.add)
+        return replace(policy, on_bytes=self.add)
 
 
 @contextmanager
-def progress(label: str):
-    """Yields (set_total, advance) callbacks; both do nothing when stderr is not a terminal."""
-    if not sys.stderr.isatty():
-        yield (lambda total: None), (lambda *_: None)
+def progress(label: str, in_bytes: bool = True, shown: bool | None = None) -> Iterator[Meter]:
+    """A Meter shown while the body runs, when stderr is a terminal (or `shown` says so)."""
+    if not (sys.stderr.isatty() if shown is None else shown):
+        yield Meter()
         return
-    bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   console=Console(stderr=True), transient=True)
-    task = bar.add_task(label, total=None)
+    columns = ([DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn()] if in_bytes
+               else [MofNCompleteColumn(), TimeElapsedColumn()])
+    bar = Progress(TextColumn(label), BarColumn(), *columns, console=Console(stderr=True), transient=True)
     with bar:
-        yield (lambda total: bar.update(task, total=total)), (lambda *_: bar.advance(task))
+        yield Meter(bar)

@@ -34,14 +34,13 @@ def job_progress(sc: SparkContext, group: str, label: str) -> Iterator[None]:
         yield
         return
     stop = threading.Event()
-    with progress(label) as (set_total, advance):
+    with progress(f"{label} (Spark tasks)", in_bytes=False) as meter:
         def poll() -> None:
             shown = 0
             while not stop.wait(POLL_SECONDS):
                 total, done = _tasks(sc, group)
-                set_total(total)
-                for _ in range(done - shown):
-                    advance()
+                meter.total(total)
+                meter.add(max(0, done - shown))
                 shown = max(shown, done)
 
         watcher = threading.Thread(target=poll, name="logtool-audit-progress", daemon=True)

@@ -28,6 +28,8 @@ from pathlib import Path
 PAGE = mmap.PAGESIZE
 # How often the walker calls back: often enough to pace smoothly at a few MB/s.
 EVERY = 4 << 20
+# ... and when it only counts bytes for a progress display: a few times a second at disk speed.
+PROGRESS_EVERY = 16 << 20
 # How far ahead of the walker residency is probed: beyond what the kernel may already be reading ahead for
 # our faults (read_ahead_kb, often 128 KiB, 8 MiB on some virtual disks, plus the async window after it),
 # so that what a probe sees cached was cached by someone else.
@@ -66,6 +68,7 @@ class ReadPolicy:
     throttle: Throttle | None = None
     spare_cache: bool = False
     every: int = EVERY
+    on_bytes: Callable[[int], None] | None = None  # told how many more bytes were read (a progress display)
 
     def open(self, path: Path, size: int) -> "Pacer":
         return Pacer(self, path, size)
@@ -82,7 +85,7 @@ class Pacer:
     """One segment file under a `ReadPolicy` policy: paces its bytes and gives back the pages it brought in."""
 
     def __init__(self, policy: ReadPolicy, path: Path, size: int) -> None:
-        self.throttle, self.size, self.counted = policy.throttle, size, 0
+        self.throttle, self.on_bytes, self.size, self.counted = policy.throttle, policy.on_bytes, size, 0
         self.fd: int | None = None
         self.cached = bytearray()  # one byte per page from 0: 1 when it was in the page cache before we read
         self.dropped = 0  # pages below this index have been given back (or kept)
@@ -107,9 +110,12 @@ class Pacer:
             self.fd = None
 
     def _spend(self, pos: int) -> None:
-        if self.throttle is not None and pos > self.counted:
-            self.throttle.spend(pos - self.counted)
-        self.counted = max(self.counted, pos)
+        if pos > self.counted:
+            if self.throttle is not None:
+                self.throttle.spend(pos - self.counted)
+            if self.on_bytes is not None:
+                self.on_bytes(pos - self.counted)
+            self.counted = pos
 
     def _probe(self, end: int) -> None:
         start = len(self.cached) * PAGE

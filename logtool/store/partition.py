@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from logtool.store.broker import running_broker
+from logtool.store.pacing import ReadPolicy
 from logtool.store.layout import (FileKind, FileName, PartitionName, PathKind, classify_file, classify_path,
                                   parse_partition_dir)
 from logtool.store.segment import Segment
@@ -79,6 +80,16 @@ class Partition:
         """Index of the segment with the greatest base offset not above `offset` (Kafka's floorSegment)."""
         i = bisect.bisect_right([s.base_offset for s in self.segments], offset) - 1
         return i if i >= 0 else None
+
+    def log_bytes(self, first: int = 0) -> int:
+        """The bytes of the .log files from segment `first` on, as stat sees them (nothing is opened)."""
+        return sum(max(0, self.size_of(s.log_path.name)) for s in self.segments[first:])
+
+    def read_under(self, policy: ReadPolicy | None) -> Partition:
+        """Every segment of the partition is read under `policy` (paced, counted, sparing the page cache)."""
+        for s in self.segments:
+            s.reading = policy
+        return self
 
     def close(self) -> None:
         for s in self.segments:

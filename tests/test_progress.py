@@ -1,0 +1,66 @@
+"""Progress that says something (issue 18.5): on a terminal, long work shows bytes read of bytes to read,
+moving within a single segment as the walker passes its bytes; in a pipe or a file, nothing."""
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from fixtures import generator as g
+import logtool.render.progress as progress_module
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.fixture(scope="module")
+def one_segment(tmp_path_factory):
+    spec = g.BatchSpec(batches=300, records_per_batch=50, seed=5)
+    part = g.write_partition(tmp_path_factory.mktemp("progress"), "big", 0, g.build_batches(spec),
+                             segment_bytes=1 << 30).path
+    [log] = part.glob("*.log")
+    assert log.stat().st_size > 1_000_000
+    return part, log.stat().st_size
+
+
+def _run(monkeypatch, capsys, stderr, *args) -> tuple[int, list[tuple[float, float | None]]]:
+    """Run logtool in-process with `stderr`; returns the exit code and (done, total) after every advance."""
+    from logtool.cli import main
+    seen: list[tuple[float, float | None]] = []
+    real_add = progress_module.Meter.add
+
+    def add(self, n=1):
+        real_add(self, n)
+        if self.shown:
+            task = self._bar.tasks[0]
+            seen.append((task.completed, task.total))
+
+    monkeypatch.setattr(progress_module.Meter, "add", add)
+    monkeypatch.setattr(progress_module, "PROGRESS_EVERY", 64 << 10)  # a small segment then moves many times
+    monkeypatch.setattr("sys.stderr", stderr)
+    with pytest.raises(SystemExit) as e:
+        main([str(a) for a in args])
+    capsys.readouterr()
+    return e.value.code, seen
+
+
+@pytest.mark.parametrize("command", [("verify",), ("verify", "--deep"), ("index", "rebuild"), ("truncate",),
+                                     ("dump", "--format", "jsonl")])
+def test_a_terminal_sees_bytes_move_within_one_segment(one_segment, monkeypatch, capsys, command):
+    part, size = one_segment
+    terminal = _Terminal()
+    rc, seen = _run(monkeypatch, capsys, terminal, *command, part)
+    assert rc == 0
+    within = [done for done, total in seen if 0 < done < size]
+    assert len(within) >= 5, seen  # several frames before the one segment is done
+    assert all(total == size for _, total in seen)
+    assert "MB" in terminal.getvalue() or "kB" in terminal.getvalue()  # bytes, not a count of partitions
+
+
+def test_nothing_in_a_pipe(one_segment, monkeypatch, capsys):
+    part, _ = one_segment
+    pipe = io.StringIO()
+    rc, seen = _run(monkeypatch, capsys, pipe, "verify", part)
+    assert rc == 0 and seen == [] and pipe.getvalue() == ""
