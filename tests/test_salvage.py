@@ -22,6 +22,13 @@ def write(tmp, lib: str, magic: int, codec: str, segment_bytes: int = 1 << 20):
     return g.write_partition(tmp, "t", 0, g.build_batches(spec(lib, magic, codec)), segment_bytes=segment_bytes).path
 
 
+def split(out: str) -> tuple[str, list[int]]:
+    """JSON Lines without the records --salvage marks unverified, and the offsets of those."""
+    lines = out.splitlines()
+    marked = [json.loads(line)["offset"] for line in lines if '"unverified":true,' in line.split('"batch"')[0]]
+    return "\n".join(line for line in lines if '"unverified":true,' not in line.split('"batch"')[0]), marked
+
+
 def entries(log) -> list[g.EntryHeader]:
     return list(g.iter_entry_headers(log.read_bytes()))
 
@@ -45,10 +52,12 @@ def test_corrupted_middle_batch(tmp_path, lib, magic, codec):
 
     rc, out, _ = dump(part, *B64, "--salvage")
     assert rc == 4
-    assert records_of(out) == [r for r in before if r[0] not in lost]
+    verified, unverified = split(out)
+    assert records_of(verified) == [r for r in before if r[0] not in lost]
+    assert set(unverified) <= lost  # the flipped batch, as its bytes read, marked
     marks = [o for o in objects(out) if o["type"] in ("damage", "skipped")]
-    assert [(m["type"], m.get("position", m.get("start"))) for m in marks] == [("damage", victim.position), ("skipped", victim.position)]
-    assert (marks[1]["end"], marks[1]["bytes"]) == (victim.position + victim.size, victim.size)
+    # Its framing holds, so reading goes on right after it: nothing is skipped.
+    assert [(m["type"], m.get("position", m.get("start"))) for m in marks] == [("damage", victim.position)]
 
 
 def test_several_kinds_of_damage_in_one_segment(tmp_path):
@@ -68,9 +77,14 @@ def test_several_kinds_of_damage_in_one_segment(tmp_path):
     log.write_bytes(bytes(data))
     rc, out, _ = dump(part, *B64, "--salvage")
     lost = {o for i in hit for o in range(heads[i].offset, heads[i].last_offset + 1)}
-    assert rc == 4 and records_of(out) == [r for r in before if r[0] not in lost]
+    verified, unverified = split(out)
+    assert rc == 4 and records_of(verified) == [r for r in before if r[0] not in lost]
+    assert set(unverified) <= lost
     skipped = [o for o in objects(out) if o["type"] == "skipped"]
-    assert [s["start"] for s in skipped] == [heads[2].position, heads[5].position, heads[8].position]
+    # The flipped batch is shown unverified and read past; the zeroed and the torn one are skipped.
+    assert [s["start"] for s in skipped] == [heads[5].position, heads[8].position]
+    damage = [(o["position"], o["finding"]["name"]) for o in objects(out) if o["type"] == "damage"]
+    assert damage[0] == (heads[2].position, "CRC_MISMATCH") and len(damage) == 3
 
 
 def test_text_lines_and_a_damage_with_nothing_after(tmp_path):
@@ -144,3 +158,22 @@ def test_salvaged_json_names_the_finding(tmp_path):
     assert damage["bytes_following"] == log.stat().st_size - victim.position
     values = [base64.b64decode(e["value"]) for e in doc["events"] if e["type"] == "record" and e["value"]]
     assert values and all(v for v in values)
+
+
+def test_a_crc_failed_batch_shows_its_records_marked_unverified():
+    """A flipped bit leaves most records readable: --salvage shows the batch Kafka's dump tool shows with
+    `isvalid: false` (offsets 466-471 here), each record marked unverified, and reads on after it."""
+    from conftest import kafka_case, run_logtool
+    part = kafka_case("corrupt-bitflip-last-segment")
+    p = run_logtool("dump", "--salvage", "--format", "jsonl", str(part))
+    rows = [json.loads(line) for line in p.stdout.splitlines()]
+    records = [r for r in rows if r["type"] == "record"]
+    unverified = [r["offset"] for r in records if r.get("unverified")]
+    assert p.returncode == 4 and unverified == [466, 467, 468, 469, 470, 471]
+    assert all(r["batch"]["unverified"] for r in records if r.get("unverified"))
+    assert [r["offset"] for r in records] == list(range(0, 481))  # nothing lost, nothing doubled
+    assert not [r for r in rows if r["type"] == "skipped"]  # the batch after it starts right where it ends
+    text = run_logtool("dump", "--salvage", str(part)).stdout.splitlines()
+    i = next(i for i, line in enumerate(text) if line.startswith("Unverified: the batch at byte 1325 "))
+    assert text[i + 1].startswith("baseOffset: 466 lastOffset: 471") and "isvalid: false" in text[i + 1]
+    assert text[i + 2].startswith("| offset: 466 ")

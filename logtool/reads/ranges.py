@@ -102,6 +102,7 @@ class BatchRead(NamedTuple):
     controls: list[Control] | None  # one per record, for control batches
     problem: Finding | None  # why the records stop short, when they cannot all be decoded
     continued: bool = False  # more records of the batch of the event before (a batch is read in chunks)
+    unverified: bool = False  # the batch's CRC fails: its records as its bytes read, any of them may be wrong
 
 
 class Damage(NamedTuple):
@@ -172,12 +173,7 @@ def read_range(part: Partition, p: RangePlan, stats: Stats, salvage: bool = Fals
                         if limit is not None and stats.batches >= limit:
                             return
                         continue
-                    room = None if limit is None else limit - stats.records
-                    stats.batches += 1
-                    for i, (records, controls, problem) in enumerate(_record_chunks(seg, view, first, last, room)):
-                        stats.records += len(records)
-                        stats.damaged |= problem is not None
-                        yield BatchRead(seg, view, records, controls, problem, continued=i > 0)
+                    yield from _batch_records(seg, view, first, last, limit, stats)
                     if limit is not None and stats.records >= limit:
                         return
                 if walk.stop is None:
@@ -189,13 +185,44 @@ def read_range(part: Partition, p: RangePlan, stats: Stats, salvage: bool = Fals
                 yield Damage(seg, walk.stop_finding(seg.log_path.name, seg is active), walk.size - walk.stop.position)
                 if not salvage:
                     break
-                resume = next_batch(seg.buf, walk.stop.position + 1, seg.size, seg.base_offset)
-                yield Skipped(seg, walk.stop.position, seg.size if resume is None else resume, resume is not None)
+                skip_from = walk.stop.position
+                bad = walk.stop_view
+                if walk.stop.reason == "CRC_MISMATCH" and bad is not None and _in_range(bad, first, last):
+                    # Its framing holds, only its checksum fails (a flipped bit, most often): its records are
+                    # shown as its bytes read, marked unverified, as kafka-dump-log shows an invalid batch.
+                    if batches_only:
+                        stats.batches += 1
+                        yield BatchRead(seg, bad, None, None, None, unverified=True)
+                    else:
+                        yield from _batch_records(seg, bad, first, last, limit, stats, unverified=True)
+                    if limit is not None and (stats.batches if batches_only else stats.records) >= limit:
+                        return
+                    skip_from = bad.position + bad.size
+                resume = next_batch(seg.buf, max(skip_from, walk.stop.position + 1), seg.size, seg.base_offset)
+                end = seg.size if resume is None else resume
+                if end > skip_from:
+                    yield Skipped(seg, skip_from, end, resume is not None)
                 if resume is None:
                     break
                 position = resume
             if not started:  # a segment the range passes through is announced even when it adds nothing
                 yield SegmentStart(seg)
+
+
+def _in_range(view: BatchView, first: int, last: int) -> bool:
+    base = view.base_offset if view.base_offset is not None else view.last_offset
+    return base <= last and view.last_offset >= first
+
+
+def _batch_records(seg: Segment, view: BatchView, first: int, last: int, limit: int | None, stats: Stats,
+                   unverified: bool = False) -> Iterator[BatchRead]:
+    """The batch's records in range, in chunks, counted in `stats`."""
+    room = None if limit is None else limit - stats.records
+    stats.batches += 1
+    for i, (records, controls, problem) in enumerate(_record_chunks(seg, view, first, last, room)):
+        stats.records += len(records)
+        stats.damaged |= problem is not None
+        yield BatchRead(seg, view, records, controls, problem, continued=i > 0, unverified=unverified)
 
 
 # Records of one batch are handed on this many at a time: a batch can hold millions of tiny records.

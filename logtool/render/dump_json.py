@@ -74,10 +74,13 @@ def objects(events: Iterable[Event], key: Decoder, value: Decoder) -> Iterable["
         if isinstance(ev, BatchRead):
             v = ev.view
             batch = batch_dict(ev.segment.log_path.name, v)
+            if ev.unverified:
+                batch["unverified"] = True  # its CRC fails: what follows is what its bytes read
             if ev.records is None:
                 yield _dumps({"type": "batch", **batch})
                 continue
             tail = f',"batch":{_dumps(batch)}}}'  # encoded once per batch
+            mark = '"unverified":true,' if ev.unverified else ''
             ts_type = v.timestamp_type
             controls = ev.controls
             lines = []
@@ -90,7 +93,7 @@ def objects(events: Iterable[Event], key: Decoder, value: Decoder) -> Iterable["
                 else:
                     hs = "[]"
                 control = "null" if controls is None else _control(controls[i])
-                head = f'{{"type":"record","offset":{offset},"timestamp":{ts},"timestamp_type":"{ts_type}",'
+                head = f'{{"type":"record","offset":{offset},"timestamp":{ts},"timestamp_type":"{ts_type}",{mark}'
                 rest = (f'"headers":{hs},"key_size":{-1 if k is None else len(k)},'
                         f'"value_size":{-1 if val is None else len(val)},"sequence":{seq},"control":{control}' + tail)
                 if (k is not None and len(k) > LARGE) or (val is not None and len(val) > LARGE):

@@ -84,6 +84,9 @@ def render(events: Iterable[Event], out: TextIO, key: Decoder | None, value: Dec
     for ev in events:
         if isinstance(ev, BatchRead):
             lines = [] if ev.continued else [batch_line(ev.view)]
+            if ev.unverified and not ev.continued:
+                lines.insert(0, f"Unverified: the batch at byte {ev.view.position} of {ev.segment.log_path.name} fails its "
+                                f"CRC; its records as its bytes read (any of them may be wrong):")
             if ev.records is not None:
                 controls = ev.controls
                 for i, r in enumerate(ev.records):
