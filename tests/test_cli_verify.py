@@ -211,10 +211,13 @@ def test_log_dir_with_stray_directory(tmp_path):
     assert doc["log_dirs"][0]["meta"]["node.id"] == "3"
 
 
-def test_text_folds_repeats_of_a_kind_in_one_file_json_keeps_them():
-    """The sample's legacy wrappers carry timestamp 0 (as kafka-python writes them): 120 records per segment
-    above the batch max. Text: one line per segment with the count; JSON: the cap (5) and its count line."""
-    part = ROOT / "fixtures" / "sample-logdir" / "legacy-events-0"
+def test_text_folds_repeats_of_a_kind_in_one_file_json_keeps_them(tmp_path):
+    """Legacy wrappers as kafka-python writes them, with timestamp 0 (a broker stamps the largest inner one):
+    120 records per segment above the batch max. Text: one line per segment with the count; JSON: the cap
+    (5) and its count line."""
+    from fixtures import generator as g
+    spec = g.BatchSpec(library="kafka-python", magic=1, codec="gzip", batches=24, records_per_batch=10, seed=3)
+    part = g.write_partition(tmp_path, "legacy-events", 0, g.build_batches(spec), segment_bytes=8192).path
     text = run_logtool("verify", "--deep", str(part)).stdout
     lines = [x for x in text.splitlines() if "TIMESTAMP_ABOVE_MAX" in x]
     assert len(lines) == 2 and all("(and 119 more like it)" in x for x in lines)
@@ -222,3 +225,12 @@ def test_text_folds_repeats_of_a_kind_in_one_file_json_keeps_them():
     per_segment = [[f for f in s["findings"] if f["name"] == "TIMESTAMP_ABOVE_MAX"] for s in doc["partitions"][0]["segments"]]
     assert [len(fs) for fs in per_segment] == [6, 6]
     assert per_segment[0][-1]["message"] == "... and 115 more records like the above"
+
+
+def test_the_bundled_sample_is_damaged_only_where_it_says():
+    """`make demo`'s log dir: clicks-2 is damaged on purpose; the others are what a broker writes, so even
+    `verify --deep` finds nothing in them (its legacy wrappers carry the timestamp a broker stamps)."""
+    doc = json.loads(run_logtool("verify", "--deep", "--format", "json", str(ROOT / "fixtures" / "sample-logdir")).stdout)
+    assert {p["topic"]: p["status"] for p in doc["partitions"]} == {
+        "clicks": "damaged", "legacy-events": "clean", "orders": "clean", "payments": "clean"}
+    assert [f["name"] for p in doc["partitions"] if p["topic"] != "clicks" for f in p["findings"]] == []
