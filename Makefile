@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CORE := $(VENV)/.installed-core
 
-.PHONY: demo test bench fuzz clean
+.PHONY: demo test bench fuzz readme clean
 
 # The core (what `make demo` runs): logtool and its own dependencies, no Spark, test or bench extras.
 $(CORE): pyproject.toml logtool/store/_mapguard.c
@@ -38,6 +38,10 @@ bench: $(STAMP)
 N ?= 100000
 fuzz: $(STAMP)
 	N=$(N) $(BIN)/python -m bench.fuzz --n $(N)
+
+# README.md's generated parts (every --help, the findings table), from the code; a test checks them.
+readme: $(CORE)
+	$(BIN)/python -m tools.readme
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -11,6 +11,7 @@ from logtool import __version__
 from logtool.commands import audit, dump, find, index, restore, scan, truncate, verify
 from logtool import exitcodes
 from logtool.commands.failure import Failure
+from logtool.commands.options import epilog
 
 
 class _ReaderGone(Exception):
@@ -27,14 +28,17 @@ class _Group(click.Group):
             raise _ReaderGone() from None
 
 
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]}, epilog=epilog([
+    ("logtool scan /var/lib/kafka/data", "what is there, and which partitions are damaged"),
+    ("logtool verify /var/lib/kafka/data", "every finding, with where it is; `logtool verify --explain CODE` says more"),
+    ("logtool truncate /var/lib/kafka/data", "the repair Kafka's recovery would make, as a plan (--apply makes it)"),
+]))
 @click.version_option(__version__, prog_name="logtool")
 def cli() -> None:
-    """Forensics and repair for Apache Kafka log directories, offline.
-
-    Exit codes follow fsck: 0 clean, 1 problems repaired, 4 problems remain,
-    8 operational error, 16 usage error.
-    """
+    """Forensics and repair for Apache Kafka log directories, offline: which partitions are damaged,
+    exactly where, what can still be read, and how to put the directory back in a state the broker
+    loads. Nothing is written into a log dir but by truncate, index rebuild and restore, and every byte
+    they replace is kept in a quarantine. `logtool COMMAND --help` for each command."""
 
 
 cli.add_command(scan.command)

@@ -404,3 +404,13 @@ def test_big_file(tmp_path: Path, codec: str) -> None:
 def test_big_needs_a_partition_directory_name(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         g.write_big(tmp_path / "bench", 1000)
+
+
+def test_fleet_command_writes_the_readme_audit_example(tmp_path):
+    """README's audit example reads fleet/ as `python -m fixtures.fleet fleet` writes it."""
+    from fixtures import fleet
+    assert fleet.main([str(tmp_path / "fleet")]) == 0
+    assert sorted(p.name for p in (tmp_path / "fleet").iterdir()) == ["broker-0", "broker-1", "broker-2"]
+    assert (tmp_path / "fleet" / "broker-1" / "orders-0").is_dir()
+    with pytest.raises(SystemExit):
+        fleet.main([str(tmp_path / "fleet")])  # never writes over what is there

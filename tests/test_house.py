@@ -5,7 +5,7 @@
    package and lower layers, and only logtool/recovery/ opens files for writing.
 2. The finding catalog is consistent with itself, with the command line, and with every place that names a
    kind; the Sink caps per kind and file.
-3. README.md lists every kind (a table generated from the catalog) and every subcommand.
+3. README.md: its generated parts (every --help, the findings table) are current; every --help teaches.
 4. BatchView.last_sequence at base offset 0, as a view and through `logtool dump`.
 """
 from __future__ import annotations
@@ -15,13 +15,15 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import click
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from conftest import ROOT, run_logtool
 from logtool.cli import cli
-from logtool.findings import BY_NAME, KINDS, Fix, Group, Kind, Sink
+from logtool.findings import BY_NAME, KINDS, Fix, Group, Sink
 from logtool.format.batch import BatchView, read_entry
+from tools import readme
 
 PACKAGE = ROOT / "logtool"
 README = ROOT / "README.md"
@@ -463,34 +465,31 @@ def test_sink_caps_per_kind_and_file():
 # 3. Docs
 
 
-def findings_table(kinds: tuple[Kind, ...] = KINDS) -> str:
-    """The table of README.md's `## Findings` section, generated from the catalog."""
-    lines = ["| code | name | severity | meaning |", "|---|---|---|---|"]
-    for k in kinds:
-        meaning = k.meaning.replace("|", "\\|")
-        lines.append(f"| {k.code} | {k.name} | {k.severity} | {meaning} |")
-    return "\n".join(lines) + "\n"
-
-
-def _readme_table(text: str) -> str | None:
-    lines = text.splitlines()
-    try:
-        start = lines.index("| code | name | severity | meaning |")
-    except ValueError:
-        return None
-    end = start
-    while end < len(lines) and lines[end].startswith("|"):
-        end += 1
-    return "\n".join(lines[start:end]) + "\n"
-
-
-def test_readme_findings_table_is_the_catalog():
+def test_readme_generated_parts_are_current():
+    """The command reference and the findings table are the code's own words (`make readme` rewrites them)."""
     text = README.read_text()
-    assert "\n## Findings\n" in text
-    section = text.split("\n## Findings\n", 1)[1].split("\n## ", 1)[0]
-    assert _readme_table(section) == findings_table(), (
-        "README.md's findings table differs from logtool/findings.py; regenerate it with "
-        "tests/test_house.py:findings_table()")
+    assert readme.regenerated(text) == text, "README.md's generated parts are stale: run `make readme`"
+
+
+def test_findings_table_lists_the_catalog_in_order():
+    rows = readme.findings_table().splitlines()[2:]
+    assert [r.split(" | ")[0].lstrip("| ") for r in rows] == [k.code for k in KINDS]
+
+
+@pytest.mark.parametrize("path", [()] + [p for p, _ in readme.commands()], ids=lambda p: " ".join(p) or "logtool")
+def test_every_help_teaches(path):
+    """One line of purpose, real examples, every option explained, the exit codes."""
+    text = readme.help_text(path)
+    examples = re.findall(r"^    (logtool|spark-submit) .+$", text, re.M)
+    assert "Examples:" in text and len(examples) >= 2, text
+    assert "Exit codes: 0 nothing wrong; 1 problems repaired; 4 problems found; 8 could not do the job" in text
+    cmd = cli
+    for name in path:
+        cmd = cmd.commands[name]
+    silent = [p.opts[0] for p in cmd.params if isinstance(p, click.Option) and not p.help and p.name != "help"]
+    assert silent == [], f"options without help: {silent}"
+    if cmd.short_help is None and path:
+        pytest.fail(f"{' '.join(path)} has no one-line short_help for `logtool --help`")
 
 
 def test_readme_names_every_kind():

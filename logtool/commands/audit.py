@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from logtool.findings import Severity
-from logtool.commands.options import (deep_option, fail_on_option, max_read_rate_option, paths_argument,
+from logtool.commands.options import (deep_option, epilog, fail_on_option, max_read_rate_option, paths_argument,
                                       spare_page_cache_option)
 from logtool.render.jsonout import emit_json
 from logtool.spark.session import SparkUnavailable, require, start
@@ -56,7 +56,13 @@ def _one_line(e: Exception) -> str:
     return lines[-1] if isinstance(e, PythonException) else lines[0]
 
 
-@click.command("audit")
+@click.command("audit", short_help="Verify a fleet of log dirs as one Spark job.", epilog=epilog([
+    ("logtool audit /mnt/broker-1/data /mnt/broker-2/data -o /var/tmp/audit",
+     "every partition of two log dirs on this machine's cores (local[*])"),
+    ("logtool audit --master spark://spark-master:7077 --replicas /data/b1 /data/b2 /data/b3 -o hdfs:///audits/today",
+     "on a cluster, also comparing the replicas of each partition"),
+    ("spark-submit logtool/spark_job.py /data/b1 -o /var/tmp/audit", "the same job through spark-submit"),
+], "4 here: a finding at or above --fail-on, as verify would say."))
 @paths_argument
 @click.option("--output", "-o", required=True, metavar="DIR",
               help="where to write findings/, partitions/, divergence/ (Parquet) and summary.json; a path or a URI")

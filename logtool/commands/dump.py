@@ -10,7 +10,7 @@ import click
 from logtool.reads import decoders
 from logtool.commands.options import parse_time
 from logtool.store.partition import NotAPartition, open_partition
-from logtool.commands.options import format_option
+from logtool.commands.options import TIME_FORMS, epilog, format_option
 from logtool.render.jsonout import emit_jsonl
 from logtool.render.progress import progress
 from logtool.render import dump_json, dump_text
@@ -29,18 +29,26 @@ def _time(text: str | None) -> int | None:
     return None if text is None else parse_time(text)
 
 
-@click.command("dump")
+@click.command("dump", short_help="Print records of an offset or time range.", epilog=epilog([
+    ("logtool dump /var/lib/kafka/data/orders-0 --from-offset 1000 --max-records 20 --print-data",
+     "twenty records with keys and values, as kafka-dump-log --print-data-log prints them"),
+    ("logtool dump orders-0 --from-time 2024-05-01T09:00Z --to-time 2024-05-01T09:05Z --format jsonl",
+     "five minutes of records as JSON Lines"),
+    ("logtool dump orders-0 --salvage --format jsonl > rescued.jsonl",
+     "every record that can still be read, past the damage (unverified ones marked)"),
+], "4 here: damage was met in the range."))
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--from-offset", type=click.IntRange(min=0), help="first offset (inclusive)")
 @click.option("--to-offset", type=click.IntRange(min=0), help="last offset (inclusive)")
-@click.option("--from-time", help="start at the first record at or after this time (epoch ms or ISO-8601)")
-@click.option("--to-time", help="end before the first record after this time (epoch ms or ISO-8601)")
+@click.option("--from-time", help=f"start at the first record at or after this time ({TIME_FORMS})")
+@click.option("--to-time", help=f"end before the first record after this time ({TIME_FORMS})")
 @click.option("--max-records", type=click.IntRange(min=1), help="stop after this many records (batches with --batches-only)")
 @click.option("--batches-only", is_flag=True, help="one line or object per batch; records are not decoded")
 @click.option("--print-data", is_flag=True, help="text: print keys and payloads (kafka-dump-log's --print-data-log)")
 @click.option("--key-decoder", metavar="NAME", help="how keys are shown: utf8 (default), hex, base64, json, none, or a plugin")
 @click.option("--value-decoder", metavar="NAME", help="how values and header values are shown (same names)")
-@click.option("--salvage", is_flag=True, help="after damage, resume at the next batch that validates, marking skipped bytes")
+@click.option("--salvage", is_flag=True, help="after damage, read on: a batch whose CRC fails is shown as its bytes read, "
+              "marked unverified; bytes no batch starts in are skipped, marked")
 @format_option
 def command(path: Path, from_offset: int | None, to_offset: int | None, from_time: str | None, to_time: str | None,
             max_records: int | None, batches_only: bool, print_data: bool, key_decoder: str | None,
@@ -51,8 +59,6 @@ def command(path: Path, from_offset: int | None, to_offset: int | None, from_tim
     first record at or after --from-time, up to the last record before the first one after --to-time.
     Damaged segments are read up to where their valid prefix ends, which one line says; --salvage reads on
     past the damage. Text follows kafka-dump-log.sh --deep-iteration (--print-data-log with --print-data).
-
-    Exit 0: read to the end of the range; 4: damage was met; 8: operational error; 16: usage error.
     """
     key, value = _decoder(key_decoder), _decoder(value_decoder)
     start_ms, end_ms = _time(from_time), _time(to_time)

@@ -7,7 +7,7 @@ import click
 
 from logtool import exitcodes
 from logtool.commands.failure import Failure
-from logtool.commands.options import parse_time
+from logtool.commands.options import TIME_FORMS, epilog, format_choice, parse_time
 from logtool.render.find import render_hit
 from logtool.render.jsonout import emit_json
 from logtool.render.progress import progress
@@ -15,13 +15,19 @@ from logtool.store.partition import NotAPartition, open_partition
 from logtool.store.seek import SeekError, seek_offset, seek_timestamp
 
 
-@click.command("find")
+@click.command("find", short_help="Find the batch holding an offset or a time.", epilog=epilog([
+    ("logtool find /var/lib/kafka/data/orders-0 --offset 1500000", "the segment, byte and batch holding offset 1500000"),
+    ("logtool find orders-0 --timestamp 2024-05-01T09:30:00Z", "the first record at or after that time, as ListOffsets"),
+    ("logtool find orders-0 --offset 42 --format json | jq .position", "the byte position, for a script"),
+], "4 here: the offset or time is not in the partition."))
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--offset", type=click.IntRange(min=0), help="the offset to find")
-@click.option("--timestamp", "when", help="the first record at or after this time (epoch ms or ISO-8601)")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--timestamp", "when", help=f"the first record at or after this time ({TIME_FORMS})")
+@format_choice("text", "json")
 def command(path: Path, offset: int | None, when: str | None, fmt: str) -> int:
-    """Binary-search a partition for an offset or a timestamp, as a broker does."""
+    """Binary-search a partition dir or .log file for an offset or a timestamp through its indexes, as a
+    broker does, checking each index entry against the log (a missing or wrong index means a walk of batch
+    headers, never a wrong answer)."""
     if (offset is None) == (when is None):
         raise click.UsageError("give exactly one of --offset and --timestamp")
     try:

@@ -12,7 +12,7 @@ from logtool.format.index import entries
 from logtool.rules.expected_index import DEFAULT_INDEX_INTERVAL_BYTES
 from logtool.checks.engine import Report
 from logtool.commands.failure import Failure
-from logtool.commands.options import format_option
+from logtool.commands.options import epilog, fail_on_option, format_choice, format_option
 from logtool import exitcodes
 from logtool.recovery import index_rebuild
 from logtool.recovery.errors import RepairRefused
@@ -25,9 +25,13 @@ from logtool.render.text import console, render_verify
 _ALSO_INDEX_VERIFY = {"ORPHAN_INDEX", "UNREADABLE", "NOT_KAFKA", "FILE_SHRANK_WHILE_READ"}
 
 
-@click.group("index")
+@click.group("index", short_help="Check indexes against their logs; rebuild wrong ones.", epilog=epilog([
+    ("logtool index verify /var/lib/kafka/data", "every index of a log dir against its log"),
+    ("logtool index rebuild --apply --quarantine /var/tmp/q orders-0", "rewrite the wrong ones (broker stopped)"),
+]))
 def group() -> None:
-    """Check indexes against their logs, and rebuild them."""
+    """Check indexes against their logs (index verify), and rebuild the wrong ones as Kafka's recovery
+    would (index rebuild)."""
 
 
 def _only_index_findings(report: Report) -> Report:
@@ -38,19 +42,29 @@ def _only_index_findings(report: Report) -> Report:
     return replace(report, partitions=parts, log_dirs=dirs, findings=keep(report.findings))
 
 
-@group.command("verify")
+@group.command("verify", short_help="Check every index against its log.", epilog=epilog([
+    ("logtool index verify /var/lib/kafka/data", "every index of a log dir against its log"),
+    ("logtool index verify --fail-on error orders-0", "exit 4 only for indexes the broker would not heal itself"),
+], "4 here: an index finding at or above --fail-on."))
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @format_option
-@click.option("--fail-on", type=click.Choice(["warning", "error"]), default="warning", show_default=True)
+@fail_on_option
 @click.option("--show-info", is_flag=True, help="also list info findings in text output")
 def verify_command(paths, fmt: str, fail_on: str, show_info: bool) -> int:
-    """Every .index, .timeindex and .txnindex against its log: Kafka's sanity checks and entry by entry."""
+    """Every .index, .timeindex and .txnindex against its log: Kafka's load-time sanity checks, then
+    entry by entry."""
     report = _only_index_findings(checked("index verify", paths, deep=False))
     return emit(report, fmt, lambda r: render_verify(r, show_info),
                 report.exit_code(Severity.ERROR if fail_on == "error" else Severity.WARNING))
 
 
-@group.command("rebuild")
+@group.command("rebuild", short_help="Rewrite wrong indexes as Kafka's recovery builds them.", epilog=epilog([
+    ("logtool index rebuild /var/lib/kafka/data", "which index files are wrong, and what they would become"),
+    ("logtool index rebuild --apply --quarantine /var/tmp/q orders-0",
+     "rewrite them (broker stopped); the old files kept under /var/tmp/q"),
+    ("logtool index rebuild --force --apply --quarantine /var/tmp/q orders-0",
+     "rewrite every index that differs from recovery's, wrong or not"),
+], "4 here: files are to be rewritten (a dry run); 1: they were."))
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--apply", "do_apply", is_flag=True, help="write the rebuilt indexes (old files go to the quarantine)")
 @click.option("--quarantine", "--backup-dir", "quarantine", type=click.Path(path_type=Path),
@@ -59,13 +73,11 @@ def verify_command(paths, fmt: str, fail_on: str, show_info: bool) -> int:
               show_default=True, help="the topic's index.interval.bytes")
 @click.option("--force", is_flag=True, help="rewrite every index that differs from what recovery builds, even where "
               "no check finds it wrong (an index built while appending can differ and still be right)")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@format_choice("text", "json")
 def rebuild_command(paths, do_apply: bool, quarantine: Path | None, index_interval_bytes: int, force: bool,
                     fmt: str) -> int:
-    """Compute the indexes Kafka's recovery would build from each log's valid prefix; show the differences
-    from the files on disk, or with --apply replace them.
-
-    Exit 0: nothing differs; 4: differences found (dry run); 1: indexes rewritten; 8: operational error."""
+    """Compute the indexes Kafka's recovery would build from each log's valid prefix, and show how the files
+    a check finds wrong (or missing) differ from them; with --apply, replace those."""
     if not paths:
         raise click.UsageError("give at least one PATH (a log dir, partition dir or .log file)")
     if do_apply and quarantine is None:

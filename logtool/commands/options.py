@@ -8,7 +8,28 @@ import click
 
 paths_argument = click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 format_option = click.option("--format", "fmt", type=click.Choice(["text", "json", "jsonl"]), default="text",
-                             show_default=True, help="text for people, json (one document) or jsonl for machines")
+                             show_default=True, help="text for people; json (one document) or jsonl (JSON Lines, "
+                             "ending with a summary row) for machines")
+
+
+def format_choice(*formats: str, what: str = "text for people, json for machines (one document)"):
+    """--format for a command with fewer formats than the report commands."""
+    return click.option("--format", "fmt", type=click.Choice(list(formats)), default=formats[0], show_default=True,
+                        help=what)
+
+
+EXIT_CODES = ("0 nothing wrong; 1 problems repaired; 4 problems found; 8 could not do the job (a path "
+              "missing, unreadable, locked by a running broker, or not Kafka's); 16 usage error. In the "
+              "JSON formats the same code is in the output's exit_code.")
+
+
+def epilog(examples: list[tuple[str, str]], exit_note: str = "") -> str:
+    """The end of a command's --help: real examples, each with what it does, and the exit codes (the same
+    rule for every command, with what this one means by them)."""
+    lines = ["\b", "Examples:"]
+    for command, what in examples:
+        lines += [f"  {command}", f"      {what}"]
+    return "\n".join(lines) + f"\n\nExit codes: {EXIT_CODES}" + (f" {exit_note}" if exit_note else "")
 deep_option = click.option("--deep", is_flag=True, help="also decompress and check every record")
 fail_on_option = click.option("--fail-on", type=click.Choice(["warning", "error"]), default="warning", show_default=True,
                               help="the least severity that makes the exit code 4")
@@ -25,7 +46,7 @@ def spare_page_cache_option(default: bool):
 
 
 def parse_time(text: str) -> int:
-    """Epoch milliseconds, or ISO-8601 (a time without a zone is UTC)."""
+    """Epoch milliseconds, or ISO-8601 (a time without a zone is UTC, whatever TZ says)."""
     text = text.strip()
     if text.lstrip("-").isdigit():
         return int(text)
@@ -36,3 +57,6 @@ def parse_time(text: str) -> int:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     return int(moment.timestamp() * 1000)
+
+
+TIME_FORMS = "epoch ms or ISO-8601; a time without a zone is UTC, whatever TZ says"

@@ -6,18 +6,23 @@ from pathlib import Path
 import click
 
 from logtool import exitcodes
+from logtool.commands.options import epilog
 from logtool.recovery.errors import RepairRefused
 from logtool.recovery.restore import restore
 
 
-@click.command("restore")
+@click.command("restore", short_help="Undo a repair, byte for byte.", epilog=epilog([
+    ("logtool restore /var/tmp/q/20261124T031500Z-4242-truncate", "put back what that truncate changed"),
+    ("logtool restore --force /var/tmp/q/20261124T031500Z-4242-index-rebuild",
+     "even over files changed since the repair"),
+], "8 here also: a broker holds the log dir's lock, or files changed since the repair (without --force); "
+   "nothing is written then."))
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option("--force", is_flag=True, help="restore even files that changed since the repair")
 def command(run_dir: Path, force: bool) -> int:
-    """Undo a repair: restore the files of one quarantine run, byte for byte, with their owners and modes.
-
-    Refuses (exit 8, nothing written) while a broker holds a log dir's lock, and when files changed since
-    the repair, listing them, unless --force."""
+    """Undo a repair: restore the files of one quarantine run (the directory a repair named), byte for
+    byte, with their owners and modes. Refuses while a broker holds a log dir's lock, and when files
+    changed since the repair, listing them, unless --force."""
     try:
         done = restore(run_dir, force=force)
     except RepairRefused as e:

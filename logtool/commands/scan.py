@@ -4,18 +4,21 @@ from __future__ import annotations
 import click
 from pathlib import Path
 
-from logtool.commands.options import format_option
+from logtool.commands.options import epilog, format_option
 from logtool.commands.report import checked, emit
 from logtool.render.text import render_inventory
 
 
-@click.command("scan")
+@click.command("scan", short_help="Inventory: partitions, segments, offsets, formats, indexes.", epilog=epilog([
+    ("logtool scan /var/lib/kafka/data", "every partition of a log dir: one row each, damaged ones marked"),
+    ("logtool scan /var/lib/kafka/data/orders-0 --format json | jq '.partitions[].segments[].file'",
+     "the segments of one partition, for a script"),
+], "4 here: a partition is damaged or has warnings, as verify would say."))
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @format_option
 def command(paths, fmt: str) -> int:
-    """Inventory: partitions, segments, offsets, timestamps, formats, indexes and log-dir files.
-
-    Exit 0: nothing wrong; 4: a partition is damaged or has warnings (as verify would say); 8: a PATH could
-    not be read or is not Kafka's."""
+    """Inventory of log dirs, partition dirs or .log files: partitions, segments, offsets, timestamps,
+    formats, indexes and log-dir files, with each batch's CRC checked on the way (as verify does without
+    --deep)."""
     report = checked("scan", paths, deep=False)
     return emit(report, fmt, render_inventory, report.exit_code())

@@ -8,7 +8,7 @@ import click
 
 from logtool import exitcodes
 from logtool.commands.failure import Failure
-from logtool.commands.options import paths_argument
+from logtool.commands.options import epilog, format_choice, paths_argument
 from logtool.recovery import truncate
 from logtool.recovery.errors import RepairRefused
 from logtool.recovery.truncate_plan import plan_repair
@@ -20,7 +20,12 @@ from logtool.rules.expected_index import DEFAULT_INDEX_INTERVAL_BYTES
 DEFAULT_QUARANTINE = Path("logtool-quarantine")
 
 
-@click.command("truncate")
+@click.command("truncate", short_help="Cut corrupt tails as Kafka's recovery would, reversibly.", epilog=epilog([
+    ("logtool truncate /var/lib/kafka/data", "the plan for every damaged partition of a log dir; nothing is written"),
+    ("logtool truncate --apply --quarantine /var/tmp/q /var/lib/kafka/data/orders-0",
+     "carry it out (broker stopped); removed bytes kept under /var/tmp/q"),
+    ("logtool truncate --excise orders-0", "the plan that keeps every valid batch after the damage"),
+], "4 here: repairs are planned (a dry run); 1: the repair was made."))
 @paths_argument
 @click.option("--apply", "do_apply", is_flag=True, help="carry the plan out (without it, only print the plan)")
 @click.option("--quarantine", type=click.Path(path_type=Path), default=DEFAULT_QUARANTINE, show_default=True,
@@ -32,7 +37,7 @@ DEFAULT_QUARANTINE = Path("logtool-quarantine")
                    "segments, leaving an offset gap) instead of dropping every later segment")
 @click.option("--index-interval-bytes", type=click.IntRange(min=1), default=DEFAULT_INDEX_INTERVAL_BYTES,
               show_default=True, help="the topic's index.interval.bytes, for the rebuilt indexes")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@format_choice("text", "json", what="text for people, json for machines (the plan, and what was done)")
 def command(paths, do_apply: bool, quarantine: Path, strict: bool, excise: bool, index_interval_bytes: int,
             fmt: str) -> int:
     """Cut corrupt tails the way Kafka's recovery would (every segment recovered), safely.
@@ -48,9 +53,7 @@ def command(paths, do_apply: bool, quarantine: Path, strict: bool, excise: bool,
     and the plan shows both choices' record counts.
 
     Without --apply it prints the plan and changes nothing. Refuses while a broker holds a log dir's
-    .lock. If a run was interrupted, --apply again finishes it from its journal.
-
-    Exit 0: nothing to repair; 4: repairs planned (dry run); 1: repaired; 8: operational error."""
+    .lock. If a run was interrupted, --apply again finishes it from its journal."""
     partitions = [p for p in paths]
     resumed = []
     if do_apply:

@@ -5,7 +5,7 @@ import click
 from pathlib import Path
 
 from logtool.findings import KINDS, Severity, lookup
-from logtool.commands.options import (deep_option, fail_on_option, format_option, max_read_rate_option,
+from logtool.commands.options import (deep_option, epilog, fail_on_option, format_option, max_read_rate_option,
                                       spare_page_cache_option)
 from logtool.commands.report import checked, emit
 from logtool.render.text import render_kind, render_verify
@@ -26,7 +26,13 @@ def _explain(ctx: click.Context, _param, value: str | None) -> None:
     ctx.exit(0)
 
 
-@click.command("verify")
+@click.command("verify", short_help="Check every CRC and invariant; list what is wrong.", epilog=epilog([
+    ("logtool verify /var/lib/kafka/data", "every batch's framing and CRC, every index and checkpoint of a log dir"),
+    ("logtool verify --deep orders-0", "also decompress and check every record of one partition"),
+    ("logtool verify --max-read-rate 50 --spare-page-cache /var/lib/kafka/data",
+     "beside a running broker: at most 50 MB/s, its page cache left as found"),
+    ("logtool verify --explain LT101", "what a finding means and what to do about it"),
+], "4 here: a finding at or above --fail-on."))
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @deep_option
 @format_option
@@ -38,7 +44,9 @@ def _explain(ctx: click.Context, _param, value: str | None) -> None:
               help="print the meaning and remedy of a finding code or name (or 'all') and exit")
 def command(paths, deep: bool, fmt: str, fail_on: str, max_read_rate: float | None, spare_page_cache: bool,
             show_info: bool) -> int:
-    """Check every CRC and invariant of log dirs, partition dirs or .log files."""
+    """Check every CRC and invariant of log dirs, partition dirs or .log files, as Kafka's recovery and
+    load-time checks would, and list what is wrong (each finding with its code; --explain CODE says what it
+    means and what to do)."""
     report = checked("verify", paths, deep, reading=read_policy(max_read_rate, spare_page_cache))
     return emit(report, fmt, lambda r: render_verify(r, show_info),
                 report.exit_code(Severity.ERROR if fail_on == "error" else Severity.WARNING))
