@@ -53,3 +53,8 @@ def test_verify_lines_keep_name_and_status_whole(log_dir, width):
         if m:
             seen[m.group(2).rsplit("/", 1)[-1]] = m.group(1)
     assert seen == statuses
+
+
+def test_no_empty_table_before_an_error():
+    p = subprocess.run([str(LOGTOOL), "scan", "/nonexistent"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 8 and p.stdout == "" and p.stderr.startswith("logtool: /nonexistent: ")

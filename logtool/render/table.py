@@ -20,7 +20,10 @@ class Column:
 
 
 def print_fitted(out: Console, columns: list[Column], rows: list[list[str]]) -> None:
-    """Print `rows` (cells in rich markup) under `columns`, fitted to the console's width."""
+    """Print `rows` (cells in rich markup) under `columns`, fitted to the console's width; nothing when
+    there are no rows (an empty table before an error would only be noise)."""
+    if not rows:
+        return
     natural = [max([Text.from_markup(c.header).cell_len] + [Text.from_markup(r[i]).cell_len for r in rows])
                for i, c in enumerate(columns)]
     shown = {i for i, c in enumerate(columns) if c.rank == 0}
