@@ -7,11 +7,12 @@ from pathlib import Path
 
 import click
 
-from logtool.reads import decoders
+from logtool.reads import decoders, file_dump
+from logtool.commands.failure import Failure
 from logtool.commands.options import parse_time
 from logtool.store.partition import NotAPartition, open_partition
 from logtool.commands.options import TIME_FORMS, epilog, format_option
-from logtool.render.jsonout import emit_jsonl
+from logtool.render.jsonout import emit_json, emit_jsonl
 from logtool.render.progress import progress
 from logtool.render import dump_json, dump_text
 from logtool.reads.ranges import RangePlan, Stats, plan_range, read_range
@@ -60,6 +61,12 @@ def command(path: Path, from_offset: int | None, to_offset: int | None, from_tim
     Damaged segments are read up to where their valid prefix ends, which one line says; --salvage reads on
     past the damage. Text follows kafka-dump-log.sh --deep-iteration (--print-data-log with --print-data).
     """
+    if file_dump.dumpable(path) and not path.is_dir():
+        ranged = [o for o, v in (("--from-offset", from_offset), ("--to-offset", to_offset), ("--from-time", from_time),
+                                 ("--to-time", to_time), ("--salvage", salvage)) if v]
+        if ranged:
+            raise click.UsageError(f"{', '.join(ranged)} applies to .log files and partition dirs, not to {path.name}")
+        return _dump_file(path, fmt)
     key, value = _decoder(key_decoder), _decoder(value_decoder)
     start_ms, end_ms = _time(from_time), _time(to_time)
     if (from_offset is not None and to_offset is not None and to_offset < from_offset) or \
@@ -100,6 +107,26 @@ def command(path: Path, from_offset: int | None, to_offset: int | None, from_tim
         for note in _notes(p, stats, batches_only):
             print(f"logtool: {note}", file=sys.stderr)
     return _exit_code(stats)
+
+
+def _dump_file(path: Path, fmt: str) -> int:
+    """An index, transaction index or producer snapshot: its entries as kafka-dump-log prints them (text),
+    or as objects; where Kafka's tool would stop (it throws there), logtool stops too and says why."""
+    try:
+        d = file_dump.dump_file(path)
+    except OSError as e:
+        raise Failure(f"{getattr(e, 'filename', None) or path}: {e.strerror or e}") from None
+    rc = exitcodes.PROBLEMS if d.stop else exitcodes.CLEAN
+    if fmt == "text":
+        sys.stdout.write("".join(line + "\n" for line in dump_text.file_dump_lines(d)))
+    elif fmt == "jsonl":
+        emit_jsonl([*({"type": d.row_type, **row} for row in d.rows),
+                    {"type": "summary", "path": str(path), "entries": len(d.rows), "stop": d.stop, "exit_code": rc}])
+    else:
+        emit_json({"path": str(path), "type": d.row_type, "entries": d.rows, "stop": d.stop, "exit_code": rc})
+    if d.stop:
+        print(f"logtool: {path}: read up to where kafka-dump-log stops (it throws there): {d.stop}", file=sys.stderr)
+    return rc
 
 
 def _exit_code(stats: Stats) -> int:

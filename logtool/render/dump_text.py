@@ -16,6 +16,7 @@ from typing import TextIO
 from logtool.reads.decoders import PIECE as LARGE, Decoder
 from logtool.format.batch import BatchView
 from logtool.format.records import Record
+from logtool.reads.file_dump import FileDump
 from logtool.reads.ranges import Anomaly, BatchRead, Control, Damage, Event, SegmentStart, Skipped
 
 # Kafka's labels for KRaft control records whose value it prints as JSON (others: `controlType: NAME(id)`).
@@ -117,3 +118,20 @@ def render(events: Iterable[Event], out: TextIO, key: Decoder | None, value: Dec
         elif isinstance(ev, Skipped):
             why = f"a valid batch starts at byte {ev.end}" if ev.resumed else "no valid batch follows in the file"
             out.write(f"Skipped {ev.end - ev.start} bytes of {ev.segment.log_path.name} from byte {ev.start}: {why}\n")
+
+
+def _java(value) -> str:
+    return "true" if value is True else "false" if value is False else str(value)
+
+
+def file_dump_lines(d: FileDump) -> list[str]:
+    """kafka-dump-log's stdout for an index, transaction index or producer snapshot (its words, its order)."""
+    lines = [f"Dumping {d.path}"]
+    if d.empty:
+        lines.append(f"{d.path} is empty.")
+    for row in d.rows:
+        if d.row_type == "producer_state":  # an OptionalLong, as Java prints one
+            first = row["currentTxnFirstOffset"]
+            row = {**row, "currentTxnFirstOffset": "OptionalLong.empty" if first is None else f"OptionalLong[{first}]"}
+        lines.append(" ".join(f"{k}: {_java(v)}" for k, v in row.items()))
+    return lines
