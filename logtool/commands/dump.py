@@ -35,6 +35,7 @@ def _time(text: str | None) -> int | None:
      "twenty records with keys and values, as kafka-dump-log --print-data-log prints them"),
     ("logtool dump orders-0 --from-time 2024-05-01T09:00Z --to-time 2024-05-01T09:05Z --format jsonl",
      "five minutes of records as JSON Lines"),
+    ("logtool dump orders-0/00000000000000000000.timeindex", "a time index's entries, as kafka-dump-log prints them"),
     ("logtool dump orders-0 --salvage --format jsonl > rescued.jsonl",
      "every record that can still be read, past the damage (unverified ones marked)"),
 ], "4 here: damage was met in the range."))
@@ -60,6 +61,9 @@ def command(path: Path, from_offset: int | None, to_offset: int | None, from_tim
     first record at or after --from-time, up to the last record before the first one after --to-time.
     Damaged segments are read up to where their valid prefix ends, which one line says; --salvage reads on
     past the damage. Text follows kafka-dump-log.sh --deep-iteration (--print-data-log with --print-data).
+
+    An .index, .timeindex, .txnindex or producer .snapshot file gives its entries, as kafka-dump-log prints
+    them (it stops where that tool stops; unlike it, logtool never trims an index it reads).
     """
     if file_dump.dumpable(path) and not path.is_dir():
         ranged = [o for o, v in (("--from-offset", from_offset), ("--to-offset", to_offset), ("--from-time", from_time),
