@@ -1,6 +1,8 @@
-"""`dump` of indexes, transaction indexes and producer snapshots against what Apache Kafka's own
-kafka-dump-log printed for the same files (../shared/fixtures/kafka-dump-log and kafka-dump-log-real, taken
-with the bare file name inside the partition dir): byte for byte, every file of both sets."""
+"""`dump` against what Apache Kafka's own kafka-dump-log printed for the same files
+(../shared/fixtures/kafka-dump-log and kafka-dump-log-real, taken with the bare file name inside the
+partition dir): byte for byte, every .log in its three flag sets and every index, transaction index and
+producer snapshot of both sets. Damaged files included: stdout is Kafka's, logtool's explanation goes to
+stderr."""
 from __future__ import annotations
 
 import gzip
@@ -8,8 +10,10 @@ import hashlib
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from conftest import SHARED, require
+from logtool.cli import cli
 from logtool.reads import file_dump
 from logtool.render.dump_text import file_dump_lines
 
@@ -17,8 +21,12 @@ SETS = {require(SHARED / "kafka-dump-log"): SHARED / "kafka-written",
         require(SHARED / "kafka-dump-log-real"): SHARED / "real-more"}
 
 
-def _cases() -> list[tuple[Path, Path, str]]:
-    """(Kafka's output folder, the file dumped, its name) for every side file Kafka's tool was run on."""
+LOG_FLAGS = {"shallow": ["--batches-only"], "deep": [], "data": ["--print-data"]}
+
+
+def _cases(modes=("dump",)) -> list[tuple[Path, Path, str, str]]:
+    """(Kafka's output folder, the file dumped, its name, the mode) for every file Kafka's tool was run on
+    in `modes`."""
     out = []
     for outputs, data in SETS.items():
         for commands in sorted(outputs.rglob("COMMANDS")):
@@ -26,22 +34,27 @@ def _cases() -> list[tuple[Path, Path, str]]:
                 if line.startswith("#"):
                     continue
                 mode, name, _code, _command = line.split("\t")
-                if mode == "dump" and file_dump.dumpable(Path(name)):
-                    out.append((commands.parent, data / commands.parent.relative_to(outputs) / name, name))
+                if mode in modes and (mode != "dump" or file_dump.dumpable(Path(name))):
+                    out.append((commands.parent, data / commands.parent.relative_to(outputs) / name, name, mode))
     return out
 
 
-CASES = _cases()
+CASES = [c[:3] for c in _cases()]
+LOG_CASES = _cases(tuple(LOG_FLAGS))
 
 
-def _kafka_stdout(folder: Path, name: str) -> tuple[bytes, str | None]:
-    plain, packed = folder / f"{name}.dump.stdout", folder / f"{name}.dump.stdout.gz"
+def _kafka_stdout(folder: Path, name: str, mode: str = "dump") -> tuple[bytes, str | None]:
+    plain, packed = folder / f"{name}.{mode}.stdout", folder / f"{name}.{mode}.stdout.gz"
     if plain.exists():
         return plain.read_bytes(), None
     if packed.exists():
         return gzip.decompress(packed.read_bytes()), None
-    head = gzip.decompress((folder / f"{name}.dump.stdout.head.gz").read_bytes())
-    return head, (folder / f"{name}.dump.stdout.sha256").read_text().split()[0]
+    head = gzip.decompress((folder / f"{name}.{mode}.stdout.head.gz").read_bytes())
+    return head, (folder / f"{name}.{mode}.stdout.sha256").read_text().split()[0]
+
+
+def _same(got: bytes, want: bytes, sha: str | None) -> bool:
+    return got == want if sha is None else got.startswith(want) and hashlib.sha256(got).hexdigest() == sha
 
 
 def test_every_kind_is_covered():
@@ -55,7 +68,20 @@ def test_side_file_text_is_kafkas(folder, path, name):
     d.path = Path(name)  # as Kafka's was run: the bare name inside the partition dir
     got = "".join(line + "\n" for line in file_dump_lines(d)).encode()
     want, sha = _kafka_stdout(folder, name)
-    if sha is None:
-        assert got == want
-    else:
-        assert got.startswith(want) and hashlib.sha256(got).hexdigest() == sha
+    assert _same(got, want, sha)
+
+
+@pytest.mark.parametrize("folder,path,name,mode", LOG_CASES, ids=[f"{f.parent.name}/{n}:{m}" for f, _, n, m in LOG_CASES])
+def test_log_text_is_kafkas(folder, path, name, mode, monkeypatch):
+    monkeypatch.chdir(path.parent)
+    r = CliRunner().invoke(cli, ["dump", name, *LOG_FLAGS[mode]], catch_exceptions=False)
+    want, sha = _kafka_stdout(folder, name, mode)
+    assert want.strip(), "Kafka printed nothing here"
+    assert _same(r.stdout_bytes, want, sha)
+
+
+def test_damaged_logs_are_among_them():
+    dirs = {f"{f.parent.name}/{f.name}" for f, _, _, _ in LOG_CASES}
+    assert {"corrupt-bitflip-last-segment/orders-0", "corrupt-torn-tail/orders-0", "corrupt-zero-tail/metrics-1",
+            "corrupt-garbage-appended/clicks-3", "corrupt-v1-bitflip/legacy-0"} <= dirs
+    assert len(LOG_CASES) == 864

@@ -92,13 +92,13 @@ def test_text_lines_and_a_damage_with_nothing_after(tmp_path):
     log = next(part.glob("*.log"))
     size = log.stat().st_size
     log.write_bytes(log.read_bytes() + bytes(3000))  # a zero tail: nothing to resume at
-    rc, out, _ = dump(part, "--salvage")
-    tail = out.splitlines()[-2:]
-    assert rc == 4
-    assert tail == [f"Reading stopped at byte {size} of {log.name}: LT103 PREALLOCATED_TAIL: 3000 zero bytes after "
-                    f"the last batch (preallocated or zero-filled); the valid log ends at byte {size}, 3000 bytes "
-                    f"after it are cut by recovery",
-                    f"Skipped 3000 bytes of {log.name} from byte {size}: no valid batch follows in the file"]
+    rc, out, err = dump(part, "--salvage")
+    assert rc == 4 and out.splitlines()[-1].startswith("| offset: ")  # kafka-dump-log throws at a zero length
+    assert err.splitlines()[-2:] == [
+        f"logtool: damage at byte {size} of {log.name}: LT103 PREALLOCATED_TAIL: 3000 zero bytes after the last "
+        f"batch (preallocated or zero-filled); the valid log ends at byte {size}, 3000 bytes after it are cut by "
+        f"recovery",
+        f"logtool: skipped 3000 bytes of {log.name} from byte {size}: no valid batch follows in the file"]
 
 
 def test_damage_in_an_earlier_segment(tmp_path):
@@ -173,7 +173,8 @@ def test_a_crc_failed_batch_shows_its_records_marked_unverified():
     assert all(r["batch"]["unverified"] for r in records if r.get("unverified"))
     assert [r["offset"] for r in records] == list(range(0, 481))  # nothing lost, nothing doubled
     assert not [r for r in rows if r["type"] == "skipped"]  # the batch after it starts right where it ends
-    text = run_logtool("dump", "--salvage", str(part)).stdout.splitlines()
-    i = next(i for i, line in enumerate(text) if line.startswith("Unverified: the batch at byte 1325 "))
-    assert text[i + 1].startswith("baseOffset: 466 lastOffset: 471") and "isvalid: false" in text[i + 1]
-    assert text[i + 2].startswith("| offset: 466 ")
+    p = run_logtool("dump", "--salvage", str(part))
+    text = p.stdout.splitlines()
+    i = next(i for i, line in enumerate(text) if line.startswith("baseOffset: 466 lastOffset: 471"))
+    assert "isvalid: false" in text[i] and text[i + 1].startswith("| offset: 466 ")
+    assert "logtool: the batch at byte 1325 of 00000000000000000457.log fails its CRC" in p.stderr

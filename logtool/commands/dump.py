@@ -19,9 +19,9 @@ from logtool.reads.ranges import RangePlan, Stats, plan_range, read_range
 from logtool import exitcodes
 
 
-def _decoder(name: str | None) -> decoders.Decoder:
+def _decoder(name: str) -> decoders.Decoder:
     try:
-        return decoders.get(name or "utf8")
+        return decoders.get(name)
     except decoders.DecoderError as e:
         raise click.UsageError(str(e)) from None
 
@@ -47,7 +47,8 @@ def _time(text: str | None) -> int | None:
 @click.option("--max-records", type=click.IntRange(min=1), help="stop after this many records (batches with --batches-only)")
 @click.option("--batches-only", is_flag=True, help="one line or object per batch; records are not decoded")
 @click.option("--print-data", is_flag=True, help="text: print keys and payloads (kafka-dump-log's --print-data-log)")
-@click.option("--key-decoder", metavar="NAME", help="how keys are shown: utf8 (default), hex, base64, json, none, or a plugin")
+@click.option("--key-decoder", metavar="NAME", help="how keys are shown: string (text's default: Kafka's, bad UTF-8 as U+FFFD), utf8 (JSON's default: bad bytes "
+              "escaped as \\xNN), hex, base64, json, none, or a plugin")
 @click.option("--value-decoder", metavar="NAME", help="how values and header values are shown (same names)")
 @click.option("--salvage", is_flag=True, help="after damage, read on: a batch whose CRC fails is shown as its bytes read, "
               "marked unverified; bytes no batch starts in are skipped, marked")
@@ -71,7 +72,9 @@ def command(path: Path, from_offset: int | None, to_offset: int | None, from_tim
         if ranged:
             raise click.UsageError(f"{', '.join(ranged)} applies to .log files and partition dirs, not to {path.name}")
         return _dump_file(path, fmt)
-    key, value = _decoder(key_decoder), _decoder(value_decoder)
+    # Text is kafka-dump-log's, bad UTF-8 included (U+FFFD); JSON keeps every byte visible (\\xNN).
+    default = "string" if fmt == "text" else "utf8"
+    key, value = _decoder(key_decoder or default), _decoder(value_decoder or default)
     start_ms, end_ms = _time(from_time), _time(to_time)
     if (from_offset is not None and to_offset is not None and to_offset < from_offset) or \
             (start_ms is not None and end_ms is not None and end_ms < start_ms):
@@ -87,13 +90,16 @@ def command(path: Path, from_offset: int | None, to_offset: int | None, from_tim
             part.read_under(meter.reading(None))  # before the first segment is opened
             p = plan_range(part, from_offset, to_offset, start_ms, end_ms)
             meter.total(part.log_bytes(p.segment) if p.segment is not None else 0)
-            events = read_range(part, p, stats, salvage=salvage, batches_only=batches_only, limit=max_records)
+            # Text reads on past a batch whose CRC alone fails, as kafka-dump-log does; JSON stops at the end of
+            # the valid prefix, as Kafka's recovery would (--salvage reads on in both, marking what it shows).
+            events = read_range(part, p, stats, salvage=salvage, batches_only=batches_only, limit=max_records,
+                                past_crc=fmt == "text")
             out = sys.stdout
             if isinstance(out, io.TextIOWrapper):  # what the terminal's encoding lacks is escaped, not fatal
                 out.reconfigure(errors="backslashreplace")
             if fmt == "text":
                 show_data = print_data or key_decoder is not None or value_decoder is not None  # as Kafka's tool
-                dump_text.render(events, out, key if show_data else None, value if show_data else None)
+                dump_text.render(events, out, key if show_data else None, value if show_data else None, sys.stderr)
             elif fmt == "jsonl":
                 dump_json.write_lines(events, out, key, value)
                 closing = _closing(p, stats, batches_only)

@@ -14,6 +14,8 @@ from typing import NamedTuple
 from logtool.format.crc import crc32, crc32c
 
 LOG_OVERHEAD = 12  # offset int64 + length int32
+_OFFSET_LENGTH = struct.Struct(">qi")
+_LAST_DELTA = struct.Struct(">i")
 HEADER_SIZE_UP_TO_MAGIC = 17
 MIN_ENTRY_LENGTH = 14  # LegacyRecord.RECORD_OVERHEAD_V0: smallest `length` the iterator accepts
 V2_HEADER_SIZE = 61  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD
@@ -106,6 +108,23 @@ def sequence_at(base_sequence: int, delta: int) -> int:
     if base_sequence > 2**31 - 1 - delta:
         return delta - (2**31 - 1 - base_sequence) - 1
     return base_sequence + delta
+
+
+def kafka_iterator_step(buf, pos: int, end: int) -> tuple[int, int] | str | None:
+    """What Kafka's FileLogInputStream (the iterator kafka-dump-log reads with: framing only, no CRC) makes
+    of the bytes at `pos`, the file or slice ending at `end`: (next position, the batch's last offset);
+    None where it ends quietly (too few bytes for a header, or a batch longer than what is left); or the
+    message of the exception it throws (a length below the minimum)."""
+    if pos >= end - HEADER_SIZE_UP_TO_MAGIC:
+        return None
+    offset, length = _OFFSET_LENGTH.unpack_from(buf, pos)
+    if length < MIN_ENTRY_LENGTH:
+        return f"Found record size {length} smaller than minimum record overhead ({MIN_ENTRY_LENGTH})"
+    if pos > end - (length + LOG_OVERHEAD):
+        return None
+    if buf[pos + 16] >= 2:
+        return pos + LOG_OVERHEAD + length, offset + _LAST_DELTA.unpack_from(buf, pos + 23)[0]
+    return pos + LOG_OVERHEAD + length, offset  # a legacy entry's offset is its last
 
 
 @dataclass(slots=True, frozen=True)

@@ -9,11 +9,10 @@ while this reads the whole entries and leaves the file as it is.
 from __future__ import annotations
 
 import bisect
-import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from logtool.format.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MIN_ENTRY_LENGTH
+from logtool.format.batch import kafka_iterator_step
 from logtool.format.index import aborted_txns, offset_entries, time_entries
 from logtool.format.meta import MetaError, producer_snapshot
 from logtool.store.layout import FileKind, classify_file
@@ -22,8 +21,6 @@ from logtool.store.sidefile import read_side
 
 # kafka-dump-log's --max-message-size default: how far past an index entry's position a batch may end.
 MAX_MESSAGE_SIZE = 5 * 1024 * 1024
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
 # The kinds of file this module dumps, by the name of their rows.
 KINDS = {FileKind.INDEX: "offset_index_entry", FileKind.TIMEINDEX: "time_index_entry",
          FileKind.TXNINDEX: "aborted_txn", FileKind.SNAPSHOT: "producer_state"}
@@ -53,22 +50,6 @@ def dump_file(path: Path) -> FileDump:
 
 def _base_offset(path: Path) -> int:
     return int(path.name.split(".")[0])
-
-
-def _kafka_batch(buf, pos: int, end: int) -> tuple[int, int] | str | None:
-    """What Kafka's FileLogInputStream makes of the bytes at `pos` (ending at `end`): (next position, the
-    batch's last offset); None where it ends quietly; or the message of the exception it throws."""
-    if pos >= end - HEADER_SIZE_UP_TO_MAGIC:
-        return None
-    (size,) = _I32.unpack_from(buf, pos + 8)
-    if size < MIN_ENTRY_LENGTH:
-        return f"Found record size {size} smaller than minimum record overhead ({MIN_ENTRY_LENGTH})"
-    if pos > end - (size + LOG_OVERHEAD):
-        return None
-    (offset,) = _I64.unpack_from(buf, pos)
-    if buf[pos + 16] >= 2:
-        return pos + LOG_OVERHEAD + size, offset + _I32.unpack_from(buf, pos + 23)[0]  # base + last offset delta
-    return pos + LOG_OVERHEAD + size, offset
 
 
 def _log(dump: FileDump) -> tuple[object, int] | None:
@@ -102,7 +83,7 @@ def _offset_index(dump: FileDump) -> None:
         if not 0 <= e.position <= size:
             dump.stop = f"entry {i} (offset {e.offset}) points at byte {e.position}, outside the {size}-byte log"
             return
-        found = _kafka_batch(buf, e.position, min(size, e.position + MAX_MESSAGE_SIZE))
+        found = kafka_iterator_step(buf, e.position, min(size, e.position + MAX_MESSAGE_SIZE))
         if not isinstance(found, tuple):
             dump.stop = f"entry {i} (offset {e.offset}) points at byte {e.position}, where no batch starts" + \
                         (f" ({found})" if found else "")
@@ -143,7 +124,7 @@ def _walk_outcome(buf, start: int, end: int, known: dict[int, str | None]) -> st
     pos = start
     while pos not in known:
         chain.append(pos)
-        step = _kafka_batch(buf, pos, end) if 0 <= pos <= end else None
+        step = kafka_iterator_step(buf, pos, end) if 0 <= pos <= end else None
         if not isinstance(step, tuple):
             known[pos] = step
             break

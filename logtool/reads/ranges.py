@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from logtool.findings import Finding, finding
-from logtool.format.batch import BatchView
+from logtool.format.batch import BatchView, kafka_iterator_step
 from logtool.format.kraft import control_value
 from logtool.format.records import ControlRecord, Record, RecordError, iter_records, parse_control
 from logtool.store.partition import Partition
@@ -109,6 +109,7 @@ class Damage(NamedTuple):
     segment: Segment
     finding: Finding  # what the walker stopped at; its position is where reading stopped
     bytes_following: int
+    kafka_ends_quietly: bool = False  # kafka-dump-log's iterator ends here without an exception
 
 
 class Anomaly(NamedTuple):
@@ -136,8 +137,10 @@ class Stats:
 
 
 def read_range(part: Partition, p: RangePlan, stats: Stats, salvage: bool = False, batches_only: bool = False,
-               limit: int | None = None) -> Iterator[Event]:
-    """Events in log order for the range of `p`; `limit` caps records (batches with `batches_only`)."""
+               limit: int | None = None, past_crc: bool = False) -> Iterator[Event]:
+    """Events in log order for the range of `p`; `limit` caps records (batches with `batches_only`).
+    After damage: `salvage` reads on at the next batch that validates; `past_crc` reads on past a batch
+    whose CRC alone fails, as kafka-dump-log does (its records marked unverified)."""
     if p.segment is None:
         return
     first = p.first if p.first is not None else -(2**63)
@@ -182,22 +185,28 @@ def read_range(part: Partition, p: RangePlan, stats: Stats, salvage: bool = Fals
                 if not started:
                     started = True
                     yield SegmentStart(seg)
-                yield Damage(seg, walk.stop_finding(seg.log_path.name, seg is active), walk.size - walk.stop.position)
-                if not salvage:
+                quiet = kafka_iterator_step(seg.buf, walk.stop.position, seg.size) is None
+                yield Damage(seg, walk.stop_finding(seg.log_path.name, seg is active), walk.size - walk.stop.position,
+                             quiet)
+                bad = walk.stop_view
+                # Its framing holds, only its checksum fails (a flipped bit, most often).
+                crc_only = walk.stop.reason == "CRC_MISMATCH" and bad is not None
+                if not (salvage or (crc_only and past_crc)):
                     break
                 skip_from = walk.stop.position
-                bad = walk.stop_view
-                if walk.stop.reason == "CRC_MISMATCH" and bad is not None and _in_range(bad, first, last):
-                    # Its framing holds, only its checksum fails (a flipped bit, most often): its records are
-                    # shown as its bytes read, marked unverified, as kafka-dump-log shows an invalid batch.
-                    if batches_only:
-                        stats.batches += 1
-                        yield BatchRead(seg, bad, None, None, None, unverified=True)
-                    else:
-                        yield from _batch_records(seg, bad, first, last, limit, stats, unverified=True)
-                    if limit is not None and (stats.batches if batches_only else stats.records) >= limit:
-                        return
+                if crc_only:
+                    if _in_range(bad, first, last):  # its records as its bytes read, marked unverified
+                        if batches_only:
+                            stats.batches += 1
+                            yield BatchRead(seg, bad, None, None, None, unverified=True)
+                        else:
+                            yield from _batch_records(seg, bad, first, last, limit, stats, unverified=True)
+                        if limit is not None and (stats.batches if batches_only else stats.records) >= limit:
+                            return
                     skip_from = bad.position + bad.size
+                    if not salvage:  # as kafka-dump-log: on with the batch that follows it
+                        position = skip_from
+                        continue
                 resume = next_batch(seg.buf, max(skip_from, walk.stop.position + 1), seg.size, seg.base_offset)
                 end = seg.size if resume is None else resume
                 if end > skip_from:

@@ -80,14 +80,16 @@ def _control_part(c: Control) -> str:
     return f" controlType: {m.type_name}({m.type_id})"
 
 
-def render(events: Iterable[Event], out: TextIO, key: Decoder | None, value: Decoder | None) -> None:
-    """Write the events as lines; `key`/`value` None: record lines without keys and payloads."""
+def render(events: Iterable[Event], out: TextIO, key: Decoder | None, value: Decoder | None, err: TextIO) -> None:
+    """Write the events as kafka-dump-log's lines on `out` (its "Found N invalid bytes" line included, where
+    its iterator ends quietly), and logtool's explanation of any damage, one `logtool:` line each, on `err`:
+    stdout stays Kafka's. `key`/`value` None: record lines without keys and payloads."""
     for ev in events:
         if isinstance(ev, BatchRead):
             lines = [] if ev.continued else [batch_line(ev.view)]
             if ev.unverified and not ev.continued:
-                lines.insert(0, f"Unverified: the batch at byte {ev.view.position} of {ev.segment.log_path.name} fails its "
-                                f"CRC; its records as its bytes read (any of them may be wrong):")
+                err.write(f"logtool: the batch at byte {ev.view.position} of {ev.segment.log_path.name} fails its CRC; "
+                          f"its records follow as its bytes read (any of them may be wrong)\n")
             if ev.records is not None:
                 controls = ev.controls
                 for i, r in enumerate(ev.records):
@@ -100,24 +102,27 @@ def render(events: Iterable[Event], out: TextIO, key: Decoder | None, value: Dec
                         out.write("\n")
                     else:
                         lines.append(record_line(ev.view, r, control, key, value))
-            if ev.problem is not None:
-                f = ev.problem
-                lines.append(f"Reading records stopped in the batch at byte {f.position} of {f.file}: "
-                             f"{f.code} {f.name}: {f.message}")
             if lines:
                 out.write("\n".join(lines) + "\n")
+            if ev.problem is not None:
+                f = ev.problem
+                err.write(f"logtool: reading records stopped in the batch at byte {f.position} of {f.file}: "
+                          f"{f.code} {f.name}: {f.message}\n")
         elif isinstance(ev, SegmentStart):
             out.write(f"Dumping {ev.segment.log_path}\nLog starting offset: {ev.segment.base_offset}\n")
         elif isinstance(ev, Damage):
             f = ev.finding
-            out.write(f"Reading stopped at byte {f.position} of {f.file}: {f.code} {f.name}: {f.message}\n")
+            if ev.kafka_ends_quietly:
+                out.write(f"Found {ev.bytes_following} invalid bytes at the end of {f.file}\n")
+            err.write(f"logtool: damage at byte {f.position} of {f.file}: {f.code} {f.name}: {f.message}\n")
         elif isinstance(ev, Anomaly):
             f = ev.finding
-            out.write(f"Damage at byte {f.position} of {f.file} (reading goes on, as Kafka's recovery keeps it): "
-                      f"{f.code} {f.name}: {f.message}\n")
+            err.write(f"logtool: damage at byte {f.position} of {f.file} (reading goes on, as Kafka's recovery keeps "
+                      f"it): {f.code} {f.name}: {f.message}\n")
         elif isinstance(ev, Skipped):
             why = f"a valid batch starts at byte {ev.end}" if ev.resumed else "no valid batch follows in the file"
-            out.write(f"Skipped {ev.end - ev.start} bytes of {ev.segment.log_path.name} from byte {ev.start}: {why}\n")
+            err.write(f"logtool: skipped {ev.end - ev.start} bytes of {ev.segment.log_path.name} from byte {ev.start}: "
+                      f"{why}\n")
 
 
 def _java(value) -> str:
