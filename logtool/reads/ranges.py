@@ -175,10 +175,12 @@ def read_range(part: Partition, p: RangePlan, stats: Stats, salvage: bool = Fals
                         yield BatchRead(seg, view, None, None, None)
                         if limit is not None and stats.batches >= limit:
                             return
-                        continue
-                    yield from _batch_records(seg, view, first, last, limit, stats)
-                    if limit is not None and stats.records >= limit:
-                        return
+                    else:
+                        yield from _batch_records(seg, view, first, last, limit, stats)
+                        if limit is not None and stats.records >= limit:
+                            return
+                    if view.last_offset >= last and backwards is None:
+                        return  # the range ends in this batch: what lies after it (damage too) is not its business
                 if walk.stop is None:
                     break
                 stats.damaged = True
@@ -202,6 +204,8 @@ def read_range(part: Partition, p: RangePlan, stats: Stats, salvage: bool = Fals
                         else:
                             yield from _batch_records(seg, bad, first, last, limit, stats, unverified=True)
                         if limit is not None and (stats.batches if batches_only else stats.records) >= limit:
+                            return
+                        if bad.last_offset >= last:
                             return
                     skip_from = bad.position + bad.size
                     if not salvage:  # as kafka-dump-log: on with the batch that follows it
