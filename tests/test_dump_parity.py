@@ -78,6 +78,25 @@ def test_log_text_is_kafkas(folder, path, name, mode, monkeypatch):
     want, sha = _kafka_stdout(folder, name, mode)
     assert want.strip(), "Kafka printed nothing here"
     assert _same(r.stdout_bytes, want, sha)
+    assert _gaps(r.stderr, path.parent) == _gaps(_kafka_stderr(folder, name, mode), None)
+
+
+def _kafka_stderr(folder: Path, name: str, mode: str) -> str:
+    plain, packed = folder / f"{name}.{mode}.stderr", folder / f"{name}.{mode}.stderr.gz"
+    if plain.exists():
+        return plain.read_text(errors="replace")
+    return gzip.decompress(packed.read_bytes()).decode(errors="replace") if packed.exists() else ""
+
+
+def _gaps(stderr: str, where: Path | None) -> list[str]:
+    """The `Non-consecutive offsets` lines Kafka's tool writes to stderr, its path cut to the file's name."""
+    lines = stderr.splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        if line.startswith("Non-consecutive offsets in "):
+            out.append("Non-consecutive offsets in " + line.rsplit("/", 1)[-1])
+            out += [x for x in lines[i + 1:] if x.startswith("  ") and " is followed by " in x]
+    return out
 
 
 def test_damaged_logs_are_among_them():

@@ -110,6 +110,7 @@ class Damage(NamedTuple):
     finding: Finding  # what the walker stopped at; its position is where reading stopped
     bytes_following: int
     kafka_ends_quietly: bool = False  # kafka-dump-log's iterator ends here without an exception
+    kafka_throws: bool = False  # ... or its iterator throws here, ending that tool's run
 
 
 class Anomaly(NamedTuple):
@@ -187,9 +188,9 @@ def read_range(part: Partition, p: RangePlan, stats: Stats, salvage: bool = Fals
                 if not started:
                     started = True
                     yield SegmentStart(seg)
-                quiet = kafka_iterator_step(seg.buf, walk.stop.position, seg.size) is None
+                step = kafka_iterator_step(seg.buf, walk.stop.position, seg.size)
                 yield Damage(seg, walk.stop_finding(seg.log_path.name, seg is active), walk.size - walk.stop.position,
-                             quiet)
+                             step is None, isinstance(step, str))
                 bad = walk.stop_view
                 # Its framing holds, only its checksum fails (a flipped bit, most often).
                 crc_only = walk.stop.reason == "CRC_MISMATCH" and bad is not None

@@ -10,6 +10,7 @@ cannot trust, logtool prints one line of its own, which no Kafka line starts wit
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Iterator
 from typing import TextIO
 
@@ -83,10 +84,20 @@ def _control_part(c: Control) -> str:
 def render(events: Iterable[Event], out: TextIO, key: Decoder | None, value: Decoder | None, err: TextIO) -> None:
     """Write the events as kafka-dump-log's lines on `out` (its "Found N invalid bytes" line included, where
     its iterator ends quietly), and logtool's explanation of any damage, one `logtool:` line each, on `err`:
-    stdout stays Kafka's. `key`/`value` None: record lines without keys and payloads."""
+    stdout stays Kafka's. `key`/`value` None: record lines without keys and payloads. At the end, as Kafka's
+    tool does on stderr, every place where a record's offset is not the one before it plus one."""
+    gaps: dict[str, dict[int, int]] = {}  # segment (absolute path) -> previous offset -> the offset after it
+    previous = -1
+    kafka_died = False  # Kafka's tool threw: it never gets to its list of gaps
     for ev in events:
         if isinstance(ev, BatchRead):
             lines = [] if ev.continued else [batch_line(ev.view)]
+            if ev.records:
+                path = os.path.abspath(ev.segment.log_path)
+                for r in ev.records:
+                    if r.offset != previous + 1:
+                        gaps.setdefault(path, {})[previous] = r.offset
+                    previous = r.offset
             if ev.unverified and not ev.continued:
                 err.write(f"logtool: the batch at byte {ev.view.position} of {ev.segment.log_path.name} fails its CRC; "
                           f"its records follow as its bytes read (any of them may be wrong)\n")
@@ -110,10 +121,12 @@ def render(events: Iterable[Event], out: TextIO, key: Decoder | None, value: Dec
                           f"{f.code} {f.name}: {f.message}\n")
         elif isinstance(ev, SegmentStart):
             out.write(f"Dumping {ev.segment.log_path}\nLog starting offset: {ev.segment.base_offset}\n")
+            previous = -1  # Kafka's tool counts from -1 in each file
         elif isinstance(ev, Damage):
             f = ev.finding
             if ev.kafka_ends_quietly:
                 out.write(f"Found {ev.bytes_following} invalid bytes at the end of {f.file}\n")
+            kafka_died |= ev.kafka_throws
             err.write(f"logtool: damage at byte {f.position} of {f.file}: {f.code} {f.name}: {f.message}\n")
         elif isinstance(ev, Anomaly):
             f = ev.finding
@@ -123,6 +136,9 @@ def render(events: Iterable[Event], out: TextIO, key: Decoder | None, value: Dec
             why = f"a valid batch starts at byte {ev.end}" if ev.resumed else "no valid batch follows in the file"
             err.write(f"logtool: skipped {ev.end - ev.start} bytes of {ev.segment.log_path.name} from byte {ev.start}: "
                       f"{why}\n")
+    for path, pairs in ({} if kafka_died else gaps).items():
+        err.write(f"Non-consecutive offsets in {path}\n")
+        err.write("".join(f"  {a} is followed by {b}\n" for a, b in sorted(pairs.items())))
 
 
 def _java(value) -> str:
