@@ -104,3 +104,28 @@ def test_damaged_logs_are_among_them():
     assert {"corrupt-bitflip-last-segment/orders-0", "corrupt-torn-tail/orders-0", "corrupt-zero-tail/metrics-1",
             "corrupt-garbage-appended/clicks-3", "corrupt-v1-bitflip/legacy-0"} <= dirs
     assert len(LOG_CASES) == 864
+
+
+KRAFT = SHARED / "real-more/OdinSword__Fantasy-Premier-League/kafka/data"
+
+
+@pytest.mark.parametrize("name,header", [
+    ("__cluster_metadata-0/00000000000000043847-0000000007.checkpoint", "Snapshot end offset: 43847, epoch: 7"),
+    ("bootstrap.checkpoint", "KRaft bootstrap snapshot"),
+])
+def test_kraft_snapshots_read_as_kafka_dump_log_reads_them(name, header, tmp_path, monkeypatch):
+    """kafka-dump-log's dumpLog reads a KRaft snapshot as batches from offset 0, the line after `Dumping F`
+    naming its end offset and epoch (from the file name) or saying it is the bootstrap snapshot: the same
+    text as those bytes dumped as a segment at base offset 0, but for that line."""
+    src = require(KRAFT / name)
+    (tmp_path / "m-0").mkdir()
+    (tmp_path / "m-0" / "00000000000000000000.log").write_bytes(src.read_bytes())
+    runner = CliRunner()
+    monkeypatch.chdir(KRAFT)
+    got = runner.invoke(cli, ["dump", name, "--print-data"], standalone_mode=False, catch_exceptions=False)
+    monkeypatch.chdir(tmp_path / "m-0")
+    as_log = runner.invoke(cli, ["dump", "00000000000000000000.log", "--print-data"], catch_exceptions=False)
+    lines, log_lines = got.stdout.splitlines(), as_log.stdout.splitlines()
+    assert got.return_value == 0 and lines[:2] == [f"Dumping {name}", header]
+    assert lines[2:] == log_lines[2:] and len(lines) > 5
+    assert any(" SnapshotHeader {" in line for line in lines) and any(" SnapshotFooter {" in line for line in lines)

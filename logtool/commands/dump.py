@@ -10,7 +10,8 @@ import click
 from logtool.reads import decoders, file_dump
 from logtool.commands.failure import Failure
 from logtool.commands.options import parse_time
-from logtool.store.partition import NotAPartition, open_partition
+from logtool.store.layout import is_records_file
+from logtool.store.partition import NotAPartition, Partition, open_partition
 from logtool.commands.options import TIME_FORMS, epilog, format_option
 from logtool.render.jsonout import emit_json, emit_jsonl
 from logtool.render.progress import progress
@@ -64,7 +65,8 @@ def command(path: Path, from_offset: int | None, to_offset: int | None, from_tim
     past the damage. Text follows kafka-dump-log.sh --deep-iteration (--print-data-log with --print-data).
 
     An .index, .timeindex, .txnindex or producer .snapshot file gives its entries, as kafka-dump-log prints
-    them (it stops where that tool stops; unlike it, logtool never trims an index it reads).
+    them (it stops where that tool stops; unlike it, logtool never trims an index it reads). A KRaft
+    snapshot (<offset>-<epoch>.checkpoint, bootstrap.checkpoint) is read as that tool reads it: as batches.
     """
     if file_dump.dumpable(path) and not path.is_dir():
         ranged = [o for o, v in (("--from-offset", from_offset), ("--to-offset", to_offset), ("--from-time", from_time),
@@ -80,9 +82,13 @@ def command(path: Path, from_offset: int | None, to_offset: int | None, from_tim
             (start_ms is not None and end_ms is not None and end_ms < start_ms):
         raise click.UsageError("the range ends before it starts")
     try:
-        part = open_partition(path)
+        # A KRaft snapshot is batches as a segment is, from offset 0 (kafka-dump-log reads it so too).
+        part = Partition.from_segment_file(path) if is_records_file(path.name) and path.is_file() else \
+            open_partition(path)
     except NotAPartition as e:
         raise click.ClickException(str(e)) from None
+    except OSError as e:
+        raise Failure(f"{path}: {e.strerror or e}") from None
     stats = Stats()
     try:
         # Progress only where it does not mix with the records: stdout goes to a file or a pipe, stderr is seen.

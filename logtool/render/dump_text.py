@@ -18,6 +18,7 @@ from logtool.reads.decoders import PIECE as LARGE, Decoder
 from logtool.format.batch import BatchView
 from logtool.format.records import Record
 from logtool.reads.file_dump import FileDump
+from logtool.store.layout import BOOTSTRAP_CHECKPOINT, kraft_snapshot_id
 from logtool.reads.ranges import Anomaly, BatchRead, Control, Damage, Event, SegmentStart, Skipped
 
 # Kafka's labels for KRaft control records whose value it prints as JSON (others: `controlType: NAME(id)`).
@@ -81,6 +82,17 @@ def _control_part(c: Control) -> str:
     return f" controlType: {m.type_name}({m.type_id})"
 
 
+def _file_header(seg) -> str:
+    """kafka-dump-log's line after `Dumping F`: by the kind of file, as it tells them by name."""
+    name = seg.log_path.name
+    if name == BOOTSTRAP_CHECKPOINT:
+        return "KRaft bootstrap snapshot"
+    snapshot = kraft_snapshot_id(name)
+    if snapshot is not None:
+        return f"Snapshot end offset: {snapshot[0]}, epoch: {snapshot[1]}"
+    return f"Log starting offset: {seg.base_offset}"
+
+
 def render(events: Iterable[Event], out: TextIO, key: Decoder | None, value: Decoder | None, err: TextIO) -> None:
     """Write the events as kafka-dump-log's lines on `out` (its "Found N invalid bytes" line included, where
     its iterator ends quietly), and logtool's explanation of any damage, one `logtool:` line each, on `err`:
@@ -120,7 +132,7 @@ def render(events: Iterable[Event], out: TextIO, key: Decoder | None, value: Dec
                 err.write(f"logtool: reading records stopped in the batch at byte {f.position} of {f.file}: "
                           f"{f.code} {f.name}: {f.message}\n")
         elif isinstance(ev, SegmentStart):
-            out.write(f"Dumping {ev.segment.log_path}\nLog starting offset: {ev.segment.base_offset}\n")
+            out.write(f"Dumping {ev.segment.log_path}\n{_file_header(ev.segment)}\n")
             previous = -1  # Kafka's tool counts from -1 in each file
         elif isinstance(ev, Damage):
             f = ev.finding

@@ -24,6 +24,21 @@ LOGTOOL_TEMP = re.compile(r"^\..+\.logtool-[0-9a-f]+\.tmp$")
 _KRAFT_SNAPSHOT = re.compile(r"^(\d{20})-(\d{10})\.checkpoint(\.part|\.deleted)?$|^\d{20}-\d{10}-.*\.checkpoint\.part$")
 
 
+BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"
+_KRAFT_SNAPSHOT_DONE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
+
+
+def kraft_snapshot_id(name: str) -> tuple[int, int] | None:
+    """(end offset, epoch) of a finished KRaft snapshot file's name (`<offset>-<epoch>.checkpoint`), or None."""
+    m = _KRAFT_SNAPSHOT_DONE.match(name)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def is_records_file(name: str) -> bool:
+    """A file kafka-dump-log reads as batches besides segments: a KRaft snapshot, or the bootstrap one."""
+    return name == BOOTSTRAP_CHECKPOINT or kraft_snapshot_id(name) is not None
+
+
 class FileKind(Enum):
     LOG = "log"
     INDEX = "index"
