@@ -129,3 +129,18 @@ def test_kraft_snapshots_read_as_kafka_dump_log_reads_them(name, header, tmp_pat
     assert got.return_value == 0 and lines[:2] == [f"Dumping {name}", header]
     assert lines[2:] == log_lines[2:] and len(lines) > 5
     assert any(" SnapshotHeader {" in line for line in lines) and any(" SnapshotFooter {" in line for line in lines)
+
+
+def test_many_paths_of_every_kind_in_one_run(monkeypatch):
+    """As kafka-dump-log --files a,b,c: each file in turn, each printed as that tool prints its kind; a log
+    dir stands for its partition dirs; one exit code for the run (the worst)."""
+    case = require(SHARED / "kafka-dump-log" / "v2-idempotent-txn" / "payments-0")
+    names = ["00000000000000000096.snapshot", "00000000000000000000.index", "00000000000000000096.log"]
+    monkeypatch.chdir(SHARED / "kafka-written" / "v2-idempotent-txn" / "payments-0")
+    r = CliRunner().invoke(cli, ["dump", *names], standalone_mode=False, catch_exceptions=False)
+    want = (case / f"{names[0]}.dump.stdout").read_bytes() + (case / f"{names[1]}.dump.stdout").read_bytes() + \
+        (case / f"{names[2]}.deep.stdout").read_bytes()
+    assert r.return_value == 0 and r.stdout_bytes == want
+    r = CliRunner().invoke(cli, ["dump", "--batches-only", str(SHARED / "kafka-written" / "v2-idempotent-txn")],
+                           standalone_mode=False, catch_exceptions=False)
+    assert r.stdout.count("Dumping ") == 4  # the case dir holds one partition dir of four segments

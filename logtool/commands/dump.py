@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import io
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -10,7 +11,7 @@ import click
 from logtool.reads import decoders, file_dump
 from logtool.commands.failure import Failure
 from logtool.commands.options import parse_time
-from logtool.store.layout import is_records_file
+from logtool.store.layout import PathKind, classify_path, is_records_file, parse_partition_dir
 from logtool.store.partition import NotAPartition, Partition, open_partition
 from logtool.commands.options import TIME_FORMS, epilog, format_option
 from logtool.render.jsonout import emit_json, emit_jsonl
@@ -40,7 +41,7 @@ def _time(text: str | None) -> int | None:
     ("logtool dump orders-0 --salvage --format jsonl > rescued.jsonl",
      "every record that can still be read, past the damage (unverified ones marked)"),
 ], "4 here: damage was met in the range."))
-@click.argument("path", type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--from-offset", type=click.IntRange(min=0), help="first offset (inclusive)")
 @click.option("--to-offset", type=click.IntRange(min=0), help="last offset (inclusive)")
 @click.option("--from-time", help=f"start at the first record at or after this time ({TIME_FORMS})")
@@ -54,10 +55,10 @@ def _time(text: str | None) -> int | None:
 @click.option("--salvage", is_flag=True, help="after damage, read on: a batch whose CRC fails is shown as its bytes read, "
               "marked unverified; bytes no batch starts in are skipped, marked")
 @format_option
-def command(path: Path, from_offset: int | None, to_offset: int | None, from_time: str | None, to_time: str | None,
-            max_records: int | None, batches_only: bool, print_data: bool, key_decoder: str | None,
-            value_decoder: str | None, salvage: bool, fmt: str) -> int:
-    """Print the records of a partition dir or .log file, from any offset or time range.
+def command(paths: tuple[Path, ...], from_offset: int | None, to_offset: int | None, from_time: str | None,
+            to_time: str | None, max_records: int | None, batches_only: bool, print_data: bool,
+            key_decoder: str | None, value_decoder: str | None, salvage: bool, fmt: str) -> int:
+    """Print the records of partition dirs, log dirs or .log files, from any offset or time range.
 
     Offsets are inclusive. A time range becomes an offset range as Kafka's ListOffsets answers it: from the
     first record at or after --from-time, up to the last record before the first one after --to-time.
@@ -68,12 +69,8 @@ def command(path: Path, from_offset: int | None, to_offset: int | None, from_tim
     them (it stops where that tool stops; unlike it, logtool never trims an index it reads). A KRaft
     snapshot (<offset>-<epoch>.checkpoint, bootstrap.checkpoint) is read as that tool reads it: as batches.
     """
-    if file_dump.dumpable(path) and not path.is_dir():
-        ranged = [o for o, v in (("--from-offset", from_offset), ("--to-offset", to_offset), ("--from-time", from_time),
-                                 ("--to-time", to_time), ("--salvage", salvage)) if v]
-        if ranged:
-            raise click.UsageError(f"{', '.join(ranged)} applies to .log files and partition dirs, not to {path.name}")
-        return _dump_file(path, fmt)
+    if fmt == "json" and len(paths) > 1:
+        raise click.UsageError("--format json writes one document for one PATH; give one, or use jsonl or text")
     # Text is kafka-dump-log's, bad UTF-8 included (U+FFFD); JSON keeps every byte visible (\\xNN).
     default = "string" if fmt == "text" else "utf8"
     key, value = _decoder(key_decoder or default), _decoder(value_decoder or default)
@@ -81,6 +78,50 @@ def command(path: Path, from_offset: int | None, to_offset: int | None, from_tim
     if (from_offset is not None and to_offset is not None and to_offset < from_offset) or \
             (start_ms is not None and end_ms is not None and end_ms < start_ms):
         raise click.UsageError("the range ends before it starts")
+    ranged = [o for o, v in (("--from-offset", from_offset), ("--to-offset", to_offset), ("--from-time", from_time),
+                             ("--to-time", to_time), ("--salvage", salvage)) if v]
+    targets = [t for path in paths for t in _targets(path)]
+    side = [t for t in targets if file_dump.dumpable(t) and not t.is_dir()]
+    if ranged and side:
+        raise click.UsageError(f"{', '.join(ranged)} applies to .log files and partition dirs, not to {side[0].name}")
+    ask = _Ask(from_offset, to_offset, start_ms, end_ms, max_records, batches_only,
+               print_data or key_decoder is not None or value_decoder is not None, key, value, salvage, fmt)
+    codes = [_dump_file(t, fmt) if t in side else _dump_records(t, ask) for t in targets]
+    rc = max(codes, default=exitcodes.CLEAN)
+    if fmt == "jsonl" and len(targets) > 1:
+        emit_jsonl([{"type": "summary", "paths": len(targets), "exit_code": rc}])
+    return rc
+
+
+@dataclass(frozen=True, slots=True)
+class _Ask:
+    """What the command line asks of each PATH's records."""
+    from_offset: int | None
+    to_offset: int | None
+    start_ms: int | None
+    end_ms: int | None
+    max_records: int | None
+    batches_only: bool
+    show_data: bool  # text: keys and payloads too (as kafka-dump-log's --print-data-log, or a decoder named)
+    key: decoders.Decoder
+    value: decoders.Decoder
+    salvage: bool
+    fmt: str
+
+
+def _targets(path: Path) -> list[Path]:
+    """What one PATH names for dump: itself, or a log dir's partition dirs, in name order."""
+    try:
+        if path.is_dir() and classify_path(path) is PathKind.LOG_DIR:
+            return sorted(p for p in path.iterdir() if p.is_dir() and parse_partition_dir(p.name) is not None)
+    except OSError as e:
+        raise Failure(f"{path}: {e.strerror or e}") from None
+    return [path]
+
+
+def _dump_records(path: Path, ask: _Ask) -> int:
+    """The records of one partition dir, .log or KRaft snapshot, in the asked range and format."""
+    fmt, key, value, batches_only = ask.fmt, ask.key, ask.value, ask.batches_only
     try:
         # A KRaft snapshot is batches as a segment is, from offset 0 (kafka-dump-log reads it so too).
         part = Partition.from_segment_file(path) if is_records_file(path.name) and path.is_file() else \
@@ -94,18 +135,18 @@ def command(path: Path, from_offset: int | None, to_offset: int | None, from_tim
         # Progress only where it does not mix with the records: stdout goes to a file or a pipe, stderr is seen.
         with progress("dump", shown=sys.stderr.isatty() and not sys.stdout.isatty()) as meter:
             part.read_under(meter.reading(None))  # before the first segment is opened
-            p = plan_range(part, from_offset, to_offset, start_ms, end_ms)
+            p = plan_range(part, ask.from_offset, ask.to_offset, ask.start_ms, ask.end_ms)
             meter.total(part.log_bytes(p.segment) if p.segment is not None else 0)
             # Text reads on past a batch whose CRC alone fails, as kafka-dump-log does; JSON stops at the end of
             # the valid prefix, as Kafka's recovery would (--salvage reads on in both, marking what it shows).
-            events = read_range(part, p, stats, salvage=salvage, batches_only=batches_only, limit=max_records,
-                                past_crc=fmt == "text")
+            events = read_range(part, p, stats, salvage=ask.salvage, batches_only=batches_only,
+                                limit=ask.max_records, past_crc=fmt == "text")
             out = sys.stdout
             if isinstance(out, io.TextIOWrapper):  # what the terminal's encoding lacks is escaped, not fatal
                 out.reconfigure(errors="backslashreplace")
             if fmt == "text":
-                show_data = print_data or key_decoder is not None or value_decoder is not None  # as Kafka's tool
-                dump_text.render(events, out, key if show_data else None, value if show_data else None, sys.stderr)
+                show = ask.show_data
+                dump_text.render(events, out, key if show else None, value if show else None, sys.stderr)
             elif fmt == "jsonl":
                 dump_json.write_lines(events, out, key, value)
                 closing = _closing(p, stats, batches_only)
