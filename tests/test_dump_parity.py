@@ -34,12 +34,14 @@ def _cases(modes=("dump",)) -> list[tuple[Path, Path, str, str]]:
                 if line.startswith("#"):
                     continue
                 mode, name, _code, _command = line.split("\t")
-                if mode in modes and (mode != "dump" or file_dump.dumpable(Path(name))):
+                if mode in modes and (mode in LOG_FLAGS or file_dump.dumpable(Path(name))):
                     out.append((commands.parent, data / commands.parent.relative_to(outputs) / name, name, mode))
     return out
 
 
 CASES = [c[:3] for c in _cases()]
+INDEX_MODES = {"sanity": "--index-sanity-check", "verify": "--verify-index-only"}
+INDEX_CASES = _cases(tuple(INDEX_MODES))
 LOG_CASES = _cases(tuple(LOG_FLAGS))
 
 
@@ -69,6 +71,15 @@ def test_side_file_text_is_kafkas(folder, path, name):
     got = "".join(line + "\n" for line in file_dump_lines(d)).encode()
     want, sha = _kafka_stdout(folder, name)
     assert _same(got, want, sha)
+
+
+@pytest.mark.parametrize("folder,path,name,mode", INDEX_CASES,
+                         ids=[f"{f.parent.name}/{n}:{m}" for f, _, n, m in INDEX_CASES])
+def test_index_check_flags_are_kafkas(folder, path, name, mode):
+    d = file_dump.dump_file(path, mode)
+    d.path = Path(name)
+    got = "".join(line + "\n" for line in file_dump_lines(d)).encode()
+    assert _same(got, *_kafka_stdout(folder, name, mode))
 
 
 @pytest.mark.parametrize("folder,path,name,mode", LOG_CASES, ids=[f"{f.parent.name}/{n}:{m}" for f, _, n, m in LOG_CASES])

@@ -54,10 +54,15 @@ def _time(text: str | None) -> int | None:
 @click.option("--value-decoder", metavar="NAME", help="how values and header values are shown (same names)")
 @click.option("--salvage", is_flag=True, help="after damage, read on: a batch whose CRC fails is shown as its bytes read, "
               "marked unverified; bytes no batch starts in are skipped, marked")
+@click.option("--index-sanity-check", "sanity", is_flag=True,
+              help="for .index and .timeindex files: only Kafka's load-time sanity check (as kafka-dump-log's flag)")
+@click.option("--verify-index-only", "verify_only", is_flag=True,
+              help="for .index and .timeindex files: walk the entries against the log without listing them")
 @format_option
 def command(paths: tuple[Path, ...], from_offset: int | None, to_offset: int | None, from_time: str | None,
             to_time: str | None, max_records: int | None, batches_only: bool, print_data: bool,
-            key_decoder: str | None, value_decoder: str | None, salvage: bool, fmt: str) -> int:
+            key_decoder: str | None, value_decoder: str | None, salvage: bool, sanity: bool, verify_only: bool,
+            fmt: str) -> int:
     """Print the records of partition dirs, log dirs or .log files, from any offset or time range.
 
     Offsets are inclusive. A time range becomes an offset range as Kafka's ListOffsets answers it: from the
@@ -86,7 +91,8 @@ def command(paths: tuple[Path, ...], from_offset: int | None, to_offset: int | N
         raise click.UsageError(f"{', '.join(ranged)} applies to .log files and partition dirs, not to {side[0].name}")
     ask = _Ask(from_offset, to_offset, start_ms, end_ms, max_records, batches_only,
                print_data or key_decoder is not None or value_decoder is not None, key, value, salvage, fmt)
-    codes = [_dump_file(t, fmt) if t in side else _dump_records(t, ask) for t in targets]
+    index_mode = "sanity" if sanity else "verify" if verify_only else "dump"
+    codes = [_dump_file(t, fmt, index_mode) if t in side else _dump_records(t, ask) for t in targets]
     rc = max(codes, default=exitcodes.CLEAN)
     if fmt == "jsonl" and len(targets) > 1:
         emit_jsonl([{"type": "summary", "paths": len(targets), "exit_code": rc}])
@@ -166,11 +172,11 @@ def _dump_records(path: Path, ask: _Ask) -> int:
     return _exit_code(stats)
 
 
-def _dump_file(path: Path, fmt: str) -> int:
+def _dump_file(path: Path, fmt: str, mode: str) -> int:
     """An index, transaction index or producer snapshot: its entries as kafka-dump-log prints them (text),
     or as objects; where Kafka's tool would stop (it throws there), logtool stops too and says why."""
     try:
-        d = file_dump.dump_file(path)
+        d = file_dump.dump_file(path, mode)
     except OSError as e:
         raise Failure(f"{getattr(e, 'filename', None) or path}: {e.strerror or e}") from None
     rc = exitcodes.PROBLEMS if d.stop else exitcodes.CLEAN

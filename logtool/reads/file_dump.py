@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from logtool.format.batch import kafka_iterator_step
-from logtool.format.index import aborted_txns, offset_entries, time_entries
+from logtool.format.index import (aborted_txns, offset_entries, offset_index_sanity, time_entries,
+                                  time_index_sanity)
 from logtool.format.meta import MetaError, producer_snapshot
 from logtool.store.layout import FileKind, classify_file
 from logtool.store.mapping import open_readonly
@@ -33,19 +34,31 @@ class FileDump:
     rows: list[dict] = field(default_factory=list)  # fields in Kafka's order, named as Kafka names them
     empty: bool = False  # an offset index without entries ("<file> is empty.")
     stop: str | None = None  # why kafka-dump-log stops before the end of the file (it throws there)
+    mode: str = "dump"  # "sanity": Kafka's load-time sanity check only; "verify": entries checked, not printed
+    passed_sanity: bool = False
 
 
 def dumpable(path: Path) -> bool:
     return classify_file(path.name).kind in KINDS
 
 
-def dump_file(path: Path) -> FileDump:
-    """The rows of one index, transaction index or producer snapshot. Raises OSError when it cannot be read."""
+def dump_file(path: Path, mode: str = "dump") -> FileDump:
+    """The rows of one index, transaction index or producer snapshot. `mode` (indexes only, as
+    kafka-dump-log's --index-sanity-check and --verify-index-only): "sanity" runs Kafka's sanity check
+    instead, "verify" walks the entries without listing them. Raises OSError when it cannot be read."""
     kind = classify_file(path.name).kind
-    dump = FileDump(path, KINDS[kind])
+    dump = FileDump(path, KINDS[kind], mode=mode if kind in (FileKind.INDEX, FileKind.TIMEINDEX) else "dump")
     {FileKind.INDEX: _offset_index, FileKind.TIMEINDEX: _time_index, FileKind.TXNINDEX: _txn_index,
      FileKind.SNAPSHOT: _snapshot}[kind](dump)
     return dump
+
+
+def _sanity(dump: FileDump, buf, check) -> None:
+    problem = check(buf, _base_offset(dump.path))
+    if problem is None:
+        dump.passed_sanity = True
+    else:
+        dump.stop = f"Kafka's sanity check fails: {problem}"
 
 
 def _base_offset(path: Path) -> int:
@@ -73,10 +86,13 @@ def _offset_index(dump: FileDump) -> None:
     if log is None:
         return
     buf, size = log
-    entries = list(offset_entries(_mapped(dump.path), base))
+    buf_index = _mapped(dump.path)
+    entries = list(offset_entries(buf_index, base))
     if not entries:
         dump.empty = True
         return
+    if dump.mode == "sanity":
+        return _sanity(dump, buf_index, offset_index_sanity)
     for i, e in enumerate(entries):
         if i > 0 and e.offset == base:
             return  # the zeros of a preallocated index: Kafka's tool stops at the first
@@ -103,7 +119,10 @@ def _time_index(dump: FileDump) -> None:
         offsets = []  # Kafka's tool opens (and creates) an empty one: every lookup gives the segment's start
     keys = [o.offset for o in offsets]
     outcome: dict[int, str | None] = {}  # batch position -> the exception the walk from there meets, or None
-    for i, e in enumerate(time_entries(_mapped(dump.path), base)):
+    buf_time = _mapped(dump.path)
+    if dump.mode == "sanity":
+        return _sanity(dump, buf_time, time_index_sanity)
+    for i, e in enumerate(time_entries(buf_time, base)):
         if i > 0 and e.offset == base:
             return
         k = bisect.bisect_right(keys, e.offset) - 1  # OffsetIndex.lookup: the largest entry at or below

@@ -162,7 +162,9 @@ def file_dump_lines(d: FileDump) -> list[str]:
     lines = [f"Dumping {d.path}"]
     if d.empty:
         lines.append(f"{d.path} is empty.")
-    for row in d.rows:
+    if d.passed_sanity:
+        lines.append(f"{d.path} passed sanity check.")
+    for row in ([] if d.mode == "verify" else d.rows):
         if d.row_type == "producer_state":  # an OptionalLong, as Java prints one
             first = row["currentTxnFirstOffset"]
             row = {**row, "currentTxnFirstOffset": "OptionalLong.empty" if first is None else f"OptionalLong[{first}]"}
