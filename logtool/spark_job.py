@@ -25,6 +25,10 @@ def _importable() -> None:
 
 if __name__ == "__main__":
     _importable()
-    from logtool.cli import main
-
+    try:
+        from logtool.cli import main
+    except ImportError as e:  # spark-submit's Python is not the one logtool is installed in
+        print(f"logtool: {sys.executable} cannot import {e.name or e}: run spark-submit with PYSPARK_PYTHON and "
+              f"PYSPARK_DRIVER_PYTHON set to the Python logtool is installed in", file=sys.stderr)
+        sys.exit(8)
     main(["audit", *sys.argv[1:]])

@@ -269,3 +269,26 @@ def test_without_java_one_line(tmp_path):
     p = subprocess.run([str(LOGTOOL), "audit", str(tmp_path / "logs"), "--output", str(tmp_path / "o")],
                        capture_output=True, text=True, env=env, timeout=60)
     assert p.returncode == 8 and len(p.stderr.strip().splitlines()) == 1 and "Java" in p.stderr
+
+
+def test_executors_without_logtool_s_dependencies_fail_in_one_line(tmp_path):
+    """A Python on the executors that lacks what the checks import (PYSPARK_PYTHON pointing elsewhere): one
+    tiny job before the audit says what is missing where, instead of four failed attempts per task."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "bare")], check=True, timeout=120)
+    (tmp_path / "logs" / "t-0").mkdir(parents=True)
+    env = {**os.environ, "PYSPARK_PYTHON": str(tmp_path / "bare" / "bin" / "python")}
+    p = subprocess.run([str(LOGTOOL), "audit", "--master", "local[1]", str(tmp_path / "logs"), "--output",
+                        str(tmp_path / "o"), "--conf", "spark.ui.enabled=false"],
+                       capture_output=True, text=True, env=env, timeout=300)
+    errors = [line for line in p.stderr.splitlines() if line.startswith("logtool:")]
+    assert p.returncode == 8 and len(errors) == 1 and "Traceback" not in p.stderr
+    assert "lacks" in errors[0] and "zstandard" in errors[0] and str(tmp_path / "bare") in errors[0]
+
+
+def test_executor_modules_do_not_import_the_driver_s_display():
+    """What executors unpickle lives in modules that import neither rich nor click (README's list of what
+    each node needs is then true)."""
+    code = ("import sys; import logtool.spark.outcome, logtool.spark.listing, logtool.spark.task, logtool.spark.session;"
+            " print(sorted(m for m in ('rich', 'click', 'logtool.render', 'logtool.spark.driver') if m in sys.modules))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.stdout.strip() == "[]", p.stdout + p.stderr

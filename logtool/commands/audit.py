@@ -84,6 +84,8 @@ def command(paths: tuple[Path, ...], output: str, master: str | None, deep: bool
             conf: dict[str, str]) -> int:
     """Verify every partition of many log dirs as one Spark job: Parquet tables of findings and partitions
     (and replica divergence with --replicas), a summary, and verify's exit codes."""
+    # Executors resolve a relative path in their own work dir: the driver's are made absolute here.
+    paths = tuple(p.absolute() for p in paths)
     _check_output(output, paths)
     try:
         require()
@@ -108,6 +110,8 @@ def command(paths: tuple[Path, ...], output: str, master: str | None, deep: bool
         raise click.ClickException(str(e)) from None
     try:
         summary = run_audit(spark, audit, time.perf_counter() - began if started else None)
+    except SparkUnavailable as e:
+        raise click.ClickException(str(e)) from None
     except (PySparkException, Py4JError) as e:
         raise click.ClickException(f"the Spark job failed: {_one_line(e)}") from None
     finally:

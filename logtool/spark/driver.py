@@ -19,13 +19,13 @@ from logtool.findings import Severity
 from logtool.checks.logdir_set import check_log_dir_sets_by_node
 from logtool.spark.divergence import divergence
 from logtool.spark.listing import Listing, list_path
-from logtool.spark.outcome import blob, merged_rows, unit_rows
+from logtool.spark.outcome import blob, merged_rows, partition_path, unit_rows
 from logtool.spark.progress import job_progress
 from logtool.spark.rows import BATCH, FINDING, FINDINGS, PARTITION, PIECE, TAGGED, TALLY, listing_findings
-from logtool.spark.session import ship
+from logtool.spark.session import preflight, ship
 from logtool.spark.split import TASKS_PER_CORE, Unit, split, task_size
 from logtool.spark.summary import Tally, divergence_summary
-from logtool.spark.task import Checked, Settings
+from logtool.spark.task import Settings
 
 ROWS_PER_FILE = 200_000  # partitions per Parquet file: a few files for a big fleet, one for a small one
 
@@ -39,15 +39,12 @@ class Audit:
     fail_on: Severity = Severity.WARNING
 
 
-def _partition_path(c: Checked) -> str:
-    return str(c.item.target.path)
-
-
 def run_audit(spark: SparkSession, audit: Audit, startup_seconds: float | None = None) -> dict:
     """Run the audit, write DIR/findings, DIR/partitions, DIR/divergence (with --replicas) and DIR/summary.json;
     return the summary."""
     sc = spark.sparkContext
     ship(spark)
+    preflight(spark)
     group = f"logtool-audit-{uuid.uuid4().hex[:8]}"
     began = time.perf_counter()
     listings = _list(sc, audit.paths, f"{group}-listing")
@@ -152,7 +149,7 @@ def _check(spark: SparkSession, units: list[Unit], settings: Settings, dirs: Bro
         sc.parallelize(units, max(1, len(units))).flatMap(partial(unit_rows, settings, dirs)), TAGGED).cache()
     if not any(item.piece is not None for unit in units for item in unit.items):
         return [checked]
-    joined = (_kind(checked, PIECE).select("blob").rdd.map(blob).keyBy(_partition_path).groupByKey().values()
+    joined = (_kind(checked, PIECE).select("blob").rdd.map(blob).keyBy(partition_path).groupByKey().values()
               .mapPartitions(partial(merged_rows, dirs)))
     whole = checked.filter(checked.kind != PIECE).unionByName(spark.createDataFrame(joined, TAGGED)).cache()
     return [checked, whole]

@@ -58,3 +58,9 @@ def _rows(log_dirs: dict[str, LogDirReport], c: Checked, tally: Tally) -> Iterat
 def blob(row) -> object:
     """The Python value a PIECE or TALLY row carries."""
     return pickle.loads(row.blob)
+
+
+def partition_path(c: Checked) -> str:
+    """The key the pieces of one partition are grouped by (here, not in the driver: executors unpickle it,
+    and importing the driver's module would pull its progress display into every executor)."""
+    return str(c.item.target.path)

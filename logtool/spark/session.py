@@ -69,8 +69,10 @@ def start(master: str | None, conf: dict[str, str]) -> tuple["SparkSession", boo
         settings |= {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
                      "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J2.as_uri()} "
                                                       "-XX:TieredStopAtLevel=1"}
-        # PySpark starts its Python workers with $PYSPARK_PYTHON (else `python3`), read when the context
-        # is made: this interpreter is the one with logtool's dependencies.
+    if "spark.pyspark.python" not in conf:
+        # PySpark starts its Python workers with $PYSPARK_PYTHON (else `python3`, which may lack logtool's
+        # dependencies), read when the context is made: unless the user chose one, this interpreter, on a
+        # cluster too (preflight() then checks that the executors can use it).
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName("logtool audit")
     if master:
@@ -105,3 +107,46 @@ def ship(spark: "SparkSession") -> None:
         for p in sources:
             z.write(p, str(p.relative_to(PACKAGE.parent)))
     sc.addPyFile(str(folder / name))
+
+
+# What an executor imports to check partitions, each with its fallbacks (click and rich are the driver's).
+EXECUTOR_NEEDS = (("crc32c", "crcmod"), ("snappy",), ("lz4.frame",), ("zstandard",))
+
+
+def _missing_here(_index: int) -> tuple[str, str, list[str]]:
+    """On an executor: its host, its Python, and what it cannot import of what the checks need."""
+    import importlib
+    import socket
+
+    missing = []
+    for choices in (*EXECUTOR_NEEDS, ("logtool.spark.task",)):
+        for module in choices:
+            try:
+                importlib.import_module(module)
+                break
+            except ImportError:
+                continue
+        else:
+            missing.append(choices[0])
+    return socket.gethostname(), sys.executable, missing
+
+
+def preflight(spark: "SparkSession") -> None:
+    """One tiny job before the audit: every executor it reaches can import what the checks need. Raises
+    SparkUnavailable saying what is missing where (rather than four failed attempts per task later)."""
+    from py4j.protocol import Py4JError
+    from pyspark.errors import PySparkException
+
+    sc = spark.sparkContext
+    n = max(1, sc.defaultParallelism)
+    try:
+        found = sc.parallelize(range(n), n).map(_missing_here).collect()
+    except (PySparkException, Py4JError) as e:
+        lines = [line for line in str(e).splitlines() if line.strip()] or [type(e).__name__]
+        raise SparkUnavailable(f"the executors cannot run logtool's Python ({lines[0][:300]}); set PYSPARK_PYTHON "
+                               f"to an interpreter that has logtool installed on every worker") from None
+    lacking = sorted({(host, python, ", ".join(missing)) for host, python, missing in found if missing})
+    if lacking:
+        where = "; ".join(f"{python} on {host} lacks {what}" for host, python, what in lacking)
+        raise SparkUnavailable(f"executors cannot import what the checks need: {where}. Set PYSPARK_PYTHON (or "
+                               f"--conf spark.pyspark.python=...) to an interpreter with logtool's dependencies")
