@@ -142,7 +142,7 @@ def build_input(seed: int, index: int, where: Path, pairs: list[tuple[str, str]]
                 len(data), max(bases, default=0))
     if tg.is_cli(tname):
         argv_of, _ = tg.CLI[tname]
-        ctx = {"logdir": str(logdir), "partition": str(partition), "max_base": spec.max_base}
+        ctx = {"logdir": str(logdir), "partition": str(partition), "file": str(target_file), "max_base": spec.max_base}
         spec.argv = argv_of(ctx, rng)
     return spec, rng
 

@@ -69,6 +69,10 @@ CLI: dict[str, tuple[Argv, bool]] = {
     "dump --salvage": (lambda c, r: ["dump", "--salvage", c["partition"], *r.choice(([], ["--print-data"])),
                                      *_dump_extra(r, c)], False),
     "dump jsonl": (lambda c, r: ["dump", c["partition"], "--format", "jsonl", *_dump_extra(r, c)], False),
+    # The mutated file itself: a segment as kafka-dump-log reads it, an index, snapshot or other side file.
+    "dump file": (lambda c, r: ["dump", c["file"], *_fmt(r), *r.choice(([], ["--print-data"], ["--batches-only"],
+                                                                        ["--index-sanity-check"],
+                                                                        ["--verify-index-only"]))], False),
     "dump --salvage jsonl": (lambda c, r: ["dump", "--salvage", c["partition"], "--format", "jsonl",
                                            *_dump_extra(r, c)], False),
 }
