@@ -65,14 +65,16 @@ def _base_offset(path: Path) -> int:
     return int(path.name.split(".")[0])
 
 
-def _log(dump: FileDump) -> tuple[object, int] | None:
-    """The segment's log, as the dump of its index needs it; None (and `stop` said) when it cannot be opened."""
+def _log(dump: FileDump) -> tuple[int, object, int] | None:
+    """The index's base offset and its segment's log (buffer, size), as the dump of an index needs them; None
+    (and `stop` said) when the log cannot be opened: Kafka's tool throws there."""
     log = dump.path.with_name(f"{dump.path.name.split('.')[0]}.log")
     try:
-        return open_readonly(log)
+        buf, size = open_readonly(log)
     except OSError as e:
         dump.stop = f"{log}: {e.strerror or e}"
         return None
+    return _base_offset(dump.path), buf, size
 
 
 def _mapped(path: Path):
@@ -81,11 +83,10 @@ def _mapped(path: Path):
 
 
 def _offset_index(dump: FileDump) -> None:
-    base = _base_offset(dump.path)
     log = _log(dump)
     if log is None:
         return
-    buf, size = log
+    base, buf, size = log
     buf_index = _mapped(dump.path)
     entries = list(offset_entries(buf_index, base))
     if not entries:
@@ -108,11 +109,10 @@ def _offset_index(dump: FileDump) -> None:
 
 
 def _time_index(dump: FileDump) -> None:
-    base = _base_offset(dump.path)
     log = _log(dump)
     if log is None:
         return
-    buf, size = log
+    base, buf, size = log
     try:
         offsets = list(offset_entries(_mapped(dump.path.with_suffix(".index")), base))
     except FileNotFoundError:
