@@ -21,13 +21,19 @@ class TxnTracker:
     # False when the walk starts after the log's true beginning (retention deleted older segments): a
     # transaction may then have opened before the first batch we see, so its first offset is unknown.
     history_complete: bool = True
+    ended: set[int] = field(default_factory=set)  # producers whose end marker this walk has seen
 
     def feed(self, buf, v: BatchView) -> AbortedTxn | None:
         """Account for one batch; the aborted transaction it completes, if any."""
         if v.magic < 2 or not v.attributes & 0x10 or v.producer_id < 0:
             return None
         if not v.attributes & 0x20:  # transactional data: opens a transaction unless one is open
-            self.open_txns.setdefault(v.producer_id, v.base_offset)
+            if self.history_complete or v.producer_id in self.ended:
+                self.open_txns.setdefault(v.producer_id, v.base_offset)
+            else:
+                # Without the history, the first batch seen may continue a transaction opened before the walk
+                # began (a split audit's later piece, a log retention shortened): its first offset is unknown.
+                self.open_txns.setdefault(v.producer_id, UNKNOWN_OFFSET)
             return None
         try:
             first = next(iter_records(buf, v), None)
@@ -37,6 +43,7 @@ class TxnTracker:
         if marker is None:  # an empty control batch: the cleaner removed the whole transaction
             return None
         first_offset = self.open_txns.pop(v.producer_id, None)
+        self.ended.add(v.producer_id)
         if marker.type_id != 0:
             return None
         if first_offset is None:  # opened before the first batch we saw
