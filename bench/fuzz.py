@@ -222,6 +222,9 @@ def main(argv: list[str] | None = None) -> int:
         return replay(int(s), int(i), args.keep, args.as_headroom)
 
     _import_logtool()
+    # The workers fork from this driver and run the code it imported now: that is the revision fuzzed, whatever
+    # the checkout holds when the run ends.
+    os.environ.setdefault("FUZZ_LOGTOOL_REV", _logtool_revision())
     # Stop cleanly (workers killed, partial totals written) on Ctrl-C and on SIGTERM, also when started in the
     # background, where a shell leaves SIGINT ignored.
     signal.signal(signal.SIGINT, signal.default_int_handler)
