@@ -58,11 +58,16 @@ def start(master: str | None, conf: dict[str, str]) -> tuple["SparkSession", boo
     active = SparkSession.getActiveSession()
     if active is not None:
         return active, False
-    local = master.startswith("local") if master else not _under_spark_submit()
+    submitted = _under_spark_submit()
+    local = master.startswith("local") if master else not submitted
     settings = {"spark.ui.showConsoleProgress": "false",  # the driver shows its own progress line
                 # An executor talks to its Python workers over a Unix socket instead of TCP on localhost:
                 # each task then costs ~10 ms instead of ~30 ms, measured on local[2] (Spark 4.1 and newer).
                 "spark.python.unix.domain.socket.enabled": "true"}
+    if not submitted:
+        # The driver's JVM starts here (client mode, whatever the master): fatal errors only in its log, so the
+        # terminal shows logtool's lines, not Spark's banner and warnings.
+        settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={LOG4J2.as_uri()}"
     if local:
         # The JVM of a local audit only schedules tasks and writes small tables: the JIT's top tier would
         # spend more CPU compiling Spark than it saves (it halves the CPU time of an audit on two cores).
@@ -84,6 +89,8 @@ def start(master: str | None, conf: dict[str, str]) -> tuple["SparkSession", boo
     except (PySparkException, OSError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise SparkUnavailable(f"Spark did not start: {first} (Spark needs Java 17 or newer; this is {java()})") from None
+    if submitted and "spark.log.level" not in conf:
+        spark.sparkContext.setLogLevel("ERROR")  # spark-submit's JVM logged its start already; quiet from here on
     return spark, True
 
 
