@@ -32,15 +32,16 @@ def _statuses(log_dir) -> dict[str, str]:
 @pytest.mark.parametrize("log_dir", LOG_DIRS, ids=lambda d: d.parent.name)
 def test_scan_rows_keep_name_and_status_whole(log_dir, width):
     statuses = _statuses(log_dir)
+    text = _run(width, "scan", str(log_dir))
     rows = {}
-    for line in _run(width, "scan", str(log_dir)).splitlines():
+    for line in text.splitlines():
         # a table row, or (where even name and status do not fit a table) a line of name and status
         cells = [c.strip() for c in (line.strip("│ ").split("│") if "│" in line else line.split("  "))]
         if len(cells) >= 2 and cells[0] in statuses:
             rows[cells[0]] = cells[1]
     assert rows == statuses
     if width == 60:
-        assert "not shown at 60 columns:" in _run(width, "scan", str(log_dir))
+        assert "not shown at 60 columns:" in text
 
 
 @pytest.mark.parametrize("width", WIDTHS)

@@ -133,7 +133,7 @@ def _dump_records(path: Path, ask: _Ask) -> int:
         part = Partition.from_segment_file(path) if is_records_file(path.name) and path.is_file() else \
             open_partition(path)
     except NotAPartition as e:
-        raise click.ClickException(str(e)) from None
+        raise Failure(str(e)) from None
     except OSError as e:
         raise Failure(f"{path}: {e.strerror or e}") from None
     stats = Stats()
@@ -142,7 +142,8 @@ def _dump_records(path: Path, ask: _Ask) -> int:
         with progress("dump", shown=sys.stderr.isatty() and not sys.stdout.isatty()) as meter:
             part.read_under(meter.reading(None))  # before the first segment is opened
             p = plan_range(part, ask.from_offset, ask.to_offset, ask.start_ms, ask.end_ms)
-            meter.total(part.log_bytes(p.segment) if p.segment is not None else 0)
+            if meter.shown:
+                meter.total(part.log_bytes(p.segment) if p.segment is not None else 0)
             # Text reads on past a batch whose CRC alone fails, as kafka-dump-log does; JSON stops at the end of
             # the valid prefix, as Kafka's recovery would (--salvage reads on in both, marking what it shows).
             events = read_range(part, p, stats, salvage=ask.salvage, batches_only=batches_only,

@@ -36,7 +36,8 @@ def command(path: Path, offset: int | None, when: str | None, fmt: str) -> int:
         raise Failure(str(e)) from None
     try:
         with progress("find") as meter:  # moves only where no index helps and the log is walked
-            meter.total(part.log_bytes())
+            if meter.shown:
+                meter.total(part.log_bytes())
             part.read_under(meter.reading(None))
             hit = seek_offset(part, offset) if offset is not None else seek_timestamp(part, parse_time(when))
     except SeekError as e:  # not there: an answer about the data, as a damaged partition is

@@ -84,7 +84,7 @@ def rebuild_command(paths, do_apply: bool, quarantine: Path | None, index_interv
         raise click.UsageError("--apply needs --quarantine DIR (outside the log dir): replaced files are kept there")
     with progress("index rebuild") as meter:
         plans, problems = index_rebuild.plan_paths(list(paths), index_interval_bytes, force, meter.reading(None),
-                                                   meter.total)
+                                                   meter.sizing)
     for line in problems:
         print(f"logtool: {line}", file=sys.stderr)
     written = 0

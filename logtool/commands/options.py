@@ -7,15 +7,16 @@ from pathlib import Path
 import click
 
 paths_argument = click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-format_option = click.option("--format", "fmt", type=click.Choice(["text", "json", "jsonl"]), default="text",
-                             show_default=True, help="text for people; json (one document) or jsonl (JSON Lines, "
-                             "ending with a summary row) for machines")
 
 
 def format_choice(*formats: str, what: str = "text for people, json for machines (one document)"):
-    """--format for a command with fewer formats than the report commands."""
+    """--format with these formats, the first the default."""
     return click.option("--format", "fmt", type=click.Choice(list(formats)), default=formats[0], show_default=True,
                         help=what)
+
+
+format_option = format_choice("text", "json", "jsonl", what="text for people; json (one document) or jsonl (JSON "
+                                                             "Lines, ending with a summary row) for machines")
 
 
 EXIT_CODES = ("0 nothing wrong; 1 problems repaired; 4 problems found; 8 could not do the job (a path "

@@ -18,7 +18,7 @@ def checked(label: str, paths: tuple[Path, ...], deep: bool, **run_options) -> R
         raise click.UsageError("give at least one PATH (a log dir, partition dir or .log file)")
     with progress(label) as meter:
         reading = meter.reading(run_options.pop("reading", None))
-        return run_checks(list(paths), deep, bytes_known=meter.total, reading=reading, **run_options)
+        return run_checks(list(paths), deep, bytes_known=meter.sizing, reading=reading, **run_options)
 
 
 def emit(report: Report, fmt: str, text: Callable[[Report], None], exit_code: int) -> int:

@@ -64,7 +64,7 @@ def command(paths, do_apply: bool, quarantine: Path, strict: bool, excise: bool,
         except RepairRefused as e:
             raise Failure(str(e)) from None
     with progress("planning the repair") as meter:
-        plan = plan_repair(list(paths), strict, index_interval_bytes, excise, meter.reading(None), meter.total)
+        plan = plan_repair(list(paths), strict, index_interval_bytes, excise, meter.reading(None), meter.sizing)
     for line in plan.problems:
         print(f"logtool: {line}", file=sys.stderr)
     applied = None

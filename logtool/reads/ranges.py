@@ -171,15 +171,9 @@ def read_range(part: Partition, p: RangePlan, stats: Stats, salvage: bool = Fals
                         stats.damaged = True
                         yield Anomaly(seg, finding("OFFSET_NOT_INCREASING", backwards, seg.log_path.name,
                                                    view.position, view.base_offset))
-                    if batches_only:
-                        stats.batches += 1
-                        yield BatchRead(seg, view, None, None, None)
-                        if limit is not None and stats.batches >= limit:
-                            return
-                    else:
-                        yield from _batch_records(seg, view, first, last, limit, stats)
-                        if limit is not None and stats.records >= limit:
-                            return
+                    yield from _batch_events(seg, view, first, last, limit, stats, batches_only)
+                    if _limit_reached(limit, stats, batches_only):
+                        return
                     if view.last_offset >= last and backwards is None:
                         return  # the range ends in this batch: what lies after it (damage too) is not its business
                 if walk.stop is None:
@@ -199,14 +193,8 @@ def read_range(part: Partition, p: RangePlan, stats: Stats, salvage: bool = Fals
                 skip_from = walk.stop.position
                 if crc_only:
                     if _in_range(bad, first, last):  # its records as its bytes read, marked unverified
-                        if batches_only:
-                            stats.batches += 1
-                            yield BatchRead(seg, bad, None, None, None, unverified=True)
-                        else:
-                            yield from _batch_records(seg, bad, first, last, limit, stats, unverified=True)
-                        if limit is not None and (stats.batches if batches_only else stats.records) >= limit:
-                            return
-                        if bad.last_offset >= last:
+                        yield from _batch_events(seg, bad, first, last, limit, stats, batches_only, unverified=True)
+                        if _limit_reached(limit, stats, batches_only) or bad.last_offset >= last:
                             return
                     skip_from = bad.position + bad.size
                     if not salvage:  # as kafka-dump-log: on with the batch that follows it
@@ -228,15 +216,23 @@ def _in_range(view: BatchView, first: int, last: int) -> bool:
     return base <= last and view.last_offset >= first
 
 
-def _batch_records(seg: Segment, view: BatchView, first: int, last: int, limit: int | None, stats: Stats,
-                   unverified: bool = False) -> Iterator[BatchRead]:
-    """The batch's records in range, in chunks, counted in `stats`."""
-    room = None if limit is None else limit - stats.records
+def _batch_events(seg: Segment, view: BatchView, first: int, last: int, limit: int | None, stats: Stats,
+                  batches_only: bool, unverified: bool = False) -> Iterator[BatchRead]:
+    """The batch (with `batches_only`) or its records in range, in chunks, counted in `stats`."""
     stats.batches += 1
+    if batches_only:
+        yield BatchRead(seg, view, None, None, None, unverified=unverified)
+        return
+    room = None if limit is None else limit - stats.records
     for i, (records, controls, problem) in enumerate(_record_chunks(seg, view, first, last, room)):
         stats.records += len(records)
         stats.damaged |= problem is not None
         yield BatchRead(seg, view, records, controls, problem, continued=i > 0, unverified=unverified)
+
+
+def _limit_reached(limit: int | None, stats: Stats, batches_only: bool) -> bool:
+    """`limit` caps records, or batches with `batches_only`."""
+    return limit is not None and (stats.batches if batches_only else stats.records) >= limit
 
 
 # Records of one batch are handed on this many at a time: a batch can hold millions of tiny records.

@@ -153,10 +153,6 @@ def render(events: Iterable[Event], out: TextIO, key: Decoder | None, value: Dec
         err.write("".join(f"  {a} is followed by {b}\n" for a, b in sorted(pairs.items())))
 
 
-def _java(value) -> str:
-    return "true" if value is True else "false" if value is False else str(value)
-
-
 def file_dump_lines(d: FileDump) -> list[str]:
     """kafka-dump-log's stdout for an index, transaction index or producer snapshot (its words, its order)."""
     lines = [f"Dumping {d.path}"]
@@ -168,5 +164,5 @@ def file_dump_lines(d: FileDump) -> list[str]:
         if d.row_type == "producer_state":  # an OptionalLong, as Java prints one
             first = row["currentTxnFirstOffset"]
             row = {**row, "currentTxnFirstOffset": "OptionalLong.empty" if first is None else f"OptionalLong[{first}]"}
-        lines.append(" ".join(f"{k}: {_java(v)}" for k, v in row.items()))
+        lines.append(" ".join(f"{k}: {v}" for k, v in row.items()))  # ints and strings: as Java prints them
     return lines

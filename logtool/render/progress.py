@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Iterator
+from collections.abc import Callable, Iterator
 
 from rich.console import Console
 from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
@@ -25,6 +25,11 @@ class Meter:
     @property
     def shown(self) -> bool:
         return self._bar is not None
+
+    @property
+    def sizing(self) -> Callable[[int], None] | None:
+        """Where to report the bytes to come, or None when nothing is shown: no one then lists files for it."""
+        return self.total if self._bar is not None else None
 
     def total(self, n: int) -> None:
         if self._bar is not None:
