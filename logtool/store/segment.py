@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from logtool.findings import Finding, finding
+from logtool.format import kernel
 from logtool.format.batch import BatchView, FrameStop, read_entry
 from logtool.format.records import RecordError, first_legacy_offset, iter_records, parse_control
 from logtool.store.mapping import GuardedMap, open_readonly
@@ -134,17 +135,29 @@ class Segment:
 
         Validity is Kafka's recovery rule: framing (§1.1), size and CRC (`ensureValid`), and a readable
         end-transaction marker in producer control batches. Nothing else moves the end of the prefix.
+        The compiled kernel, where there is one, walks the runs of plain valid v2 batches up to the next
+        release mark; every other entry is read here, so each stop keeps its reason and its words.
         """
         buf, end = self.buf, self.size
         walk = result if result is not None else WalkOutcome(end)
         walk.size = end
         pos = released = start
         every = self.reading.every if self.reading is not None else RELEASE_EVERY
+        fast = kernel.KERNEL
         while True:
             if pos - released >= every:
                 released = _release(buf, released, pos)
                 if self._pacer is not None:
                     self._pacer.passed(released)
+            if fast is not None:
+                views, stopped = fast.frames(BatchView, buf, pos, end, every - (pos - released))
+                if views:
+                    for view in views:
+                        walk.valid_bytes = view.position + view.size
+                        walk.batches += 1
+                        yield view
+                    pos = stopped
+                    continue
             entry = read_entry(buf, pos, end)
             if entry is None:
                 break

@@ -1,0 +1,285 @@
+"""The compiled kernel against the pure-Python reference: the same answers on every fixture and on bytes
+mutated at random, and a kernel that did not load where it should have is a failure, not a silent slowdown."""
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import crc32c as crc32c_package
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import ROOT, SHARED, kafka_case, require
+from logtool.checks.engine import Target, check_target
+from logtool.checks.records import _clean_count, check_records
+from logtool.checks.segment import check_segment
+from logtool.findings import Sink
+from logtool.format import kernel
+from logtool.format.batch import BatchView
+from logtool.format.records import batch_payload
+from logtool.store.segment import Segment, WalkOutcome
+
+SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SOURCES = [
+    kafka_case("v2-none-mixed") / "00000000000000000457.log",
+    kafka_case("v2-mixed-codecs") / "00000000000000000413.log",
+    kafka_case("v2-idempotent-txn") / "00000000000000000288.log",
+    kafka_case("v1-gzip") / "00000000000000000318.log",
+]
+
+
+def test_the_kernel_is_loaded_unless_the_pure_path_is_asked_for():
+    # CI and `make` build it (gcc and the Python headers are there): not loading it there is a defect.
+    if os.environ.get(kernel.PURE_ENV):
+        assert kernel.KERNEL is None
+    else:
+        assert kernel.KERNEL is not None, kernel.WHY_PURE
+
+
+@pytest.fixture
+def fast():
+    if kernel.KERNEL is None:
+        pytest.fail(f"no kernel to compare: {kernel.WHY_PURE}")
+    return kernel.KERNEL
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.binary(max_size=20000), skip=st.integers(0, 15))
+def test_crc32c_is_the_crc32c_package_s(data, skip):
+    fast = kernel.KERNEL
+    assert fast is not None, kernel.WHY_PURE
+    # lengths around the three-lane blocks (3 x 256, 3 x 4096) and every alignment
+    assert fast.crc32c(memoryview(data)[skip:]) == crc32c_package.crc32c(data[skip:])
+
+
+def test_crc32c_over_the_lane_boundaries(fast):
+    rng = random.Random(7)
+    for n in (0, 1, 7, 8, 767, 768, 769, 12287, 12288, 12289, 3 * 12288 + 5, 1 << 20):
+        data = rng.randbytes(n + 8)
+        for skip in range(8):
+            assert fast.crc32c(data[skip : skip + n]) == crc32c_package.crc32c(data[skip : skip + n])
+
+
+def _partition_dirs() -> list[Path]:
+    roots = [require(SHARED / "real"), require(SHARED / "real-more"), require(SHARED / "kafka-written"),
+             ROOT / "fixtures" / "sample-logdir"]
+    return sorted({p.parent for root in roots for p in root.rglob("*.log")})
+
+
+def test_every_fixture_verifies_identically_on_both_paths(fast):
+    dirs = _partition_dirs()
+    assert len(dirs) > 500  # the real log dirs, Kafka's written cases and the sample
+    differ = []
+    for d in dirs:
+        compiled = check_target(Target(d), deep=True).to_dict()
+        with kernel.pure():
+            reference = check_target(Target(d), deep=True).to_dict()
+        if compiled != reference:
+            differ.append(str(d))
+    assert differ == []
+
+
+def _both_ways(tmp: Path, data: bytes) -> tuple[tuple, tuple]:
+    path = tmp / "00000000000000000000.log"
+    path.write_bytes(data)
+
+    def run():
+        walk = WalkOutcome(len(data))
+        with Segment(path, 0) as seg:
+            views = list(seg.walk(walk))
+            report = check_segment(seg, active=True, deep=True).to_dict()
+        return views, walk.valid_bytes, walk.batches, walk.stop, walk.stop_view, report
+
+    compiled = run()
+    with kernel.pure():
+        reference = run()
+    return compiled, reference
+
+
+@SETTINGS
+@given(src=st.sampled_from(SOURCES), edits=st.lists(st.tuples(st.floats(0, 1), st.integers(0, 255)), min_size=1,
+                                                     max_size=4))
+def test_mutated_segments_walk_and_check_identically(tmp_path, src, edits):
+    data = bytearray(src.read_bytes())
+    for where, value in edits:
+        data[min(int(len(data) * where), len(data) - 1)] = value
+    compiled, reference = _both_ways(tmp_path, bytes(data))
+    assert compiled == reference
+
+
+@SETTINGS
+@given(src=st.sampled_from(SOURCES), cut=st.floats(0, 1), tail=st.sampled_from([b"", b"\0" * 40, b"\xff" * 70]))
+def test_cut_and_padded_segments_walk_identically(tmp_path, src, cut, tail):
+    original = src.read_bytes()
+    compiled, reference = _both_ways(tmp_path, original[: int(len(original) * cut)] + tail)
+    assert compiled == reference
+
+
+def _data_batches() -> list[tuple[bytes, BatchView]]:
+    """(the file's bytes, a view) of every v2 data batch of the sources."""
+    out = []
+    for src in SOURCES:
+        data = src.read_bytes()
+        with Segment(src, 0) as seg:
+            out += [(data, v) for v in seg.walk() if v.magic == 2 and not v.is_control]
+    return out
+
+
+BATCHES = _data_batches()
+
+
+@SETTINGS
+@given(pick=st.integers(0, len(BATCHES) - 1), edits=st.lists(st.tuples(st.floats(0, 1), st.integers(0, 255)),
+                                                             min_size=0, max_size=3))
+def test_clean_records_says_clean_exactly_where_the_reference_finds_nothing(fast, pick, edits):
+    data, view = BATCHES[pick]
+    payload = bytearray(batch_payload(data, view))
+    for where, value in edits:
+        if payload:
+            payload[min(int(len(payload) * where), len(payload) - 1)] = value
+    # The payload as an uncompressed batch would hold it: the header's fields, the edited records.
+    header = bytearray(data[view.position : view.position + 61])
+    header[22] &= 0xF8
+    batch = bytes(header) + bytes(payload)
+    plain = view._replace(position=0, size=len(batch), attributes=view.attributes & 0xF8)
+    n = fast.clean_records(payload, plain.count, plain.base_offset, plain.last_offset, plain.first_timestamp,
+                           plain.max_timestamp, not plain.attributes & 0x48)
+    sink = Sink("x")
+    with kernel.pure():
+        decoded = check_records(batch, plain, sink)
+    findings = sink.done()
+    assert (n >= 0) == (findings == []), findings
+    if n >= 0:
+        assert n == decoded
+
+
+INT64 = range(-(2**63), 2**63)
+record_st = st.tuples(st.integers(-2, 20), st.integers(-5, 5), st.one_of(st.none(), st.binary(max_size=3)),
+                      st.one_of(st.none(), st.binary(max_size=5)),
+                      st.lists(st.tuples(st.sampled_from(["h", ""]), st.one_of(st.none(), st.binary(max_size=2))),
+                               max_size=2))
+
+
+@SETTINGS
+@given(records=st.lists(record_st, max_size=8), base=st.sampled_from([0, 1000, 2**62, 2**63 - 8]),
+       count=st.integers(-2, 2), last=st.integers(-2, 2), max_ts=st.integers(-3, 1),
+       attributes=st.sampled_from([0, 0x08, 0x40]), base_ts=st.sampled_from([1_700_000_000_000, 2**63 - 3]))
+def test_clean_records_on_records_built_to_break_each_check(fast, records, base, count, last, max_ts, attributes,
+                                                           base_ts):
+    """kafka-python's builder writes whatever offset deltas and timestamps it is given (repeated, going back,
+    beyond the header's last offset); the header's count, last offset delta and max timestamp are then
+    edited to disagree with the records, or not."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 1 << 20)
+    for delta, ts, key, value, headers in records:
+        builder.append(delta, base_ts + ts if base_ts + ts < 2**63 else base_ts, key, value, headers)
+    data = bytes(builder.build())
+    view = BatchView(0, len(data), 2, base, base + max((r[0] for r in records), default=0) + last,
+                     len(records) + count, attributes, base_ts, base_ts + max_ts, -1, -1, -1, 0, 0, 0)
+    with kernel.pure():
+        sink = Sink("x")
+        decoded = check_records(data, view, sink)
+    findings = sink.done()
+    n = _clean_count(data, view)
+    if n >= 0:
+        assert findings == [] and n == decoded
+    elif findings == []:  # asked the reference only where an int64 ends: the answer is the reference's
+        sums = [view.last_offset] + [base + r[0] for r in records] + [base_ts + r[1] for r in records]
+        assert any(s not in INT64 for s in sums), (records, view)
+
+
+def _batch(deltas, stamps, headers=()):
+    """A v2 batch from kafka-python's builder: records at these offset deltas and timestamp offsets."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 1 << 20)
+    for delta, ts in zip(deltas, stamps):
+        builder.append(delta, 1_700_000_000_000 + ts, b"k", b"v", list(headers))
+    return bytes(builder.build())
+
+
+def _edit(data: bytes, old: bytes, new: bytes) -> bytes:
+    assert data.count(old) >= 1
+    return data.replace(old, new, 1)
+
+
+# (records' offset deltas, their timestamp offsets, header edits, the view's last delta, count, max timestamp
+# offset, attributes), and the finding the reference reports (None: clean). Each sits on a check's edge.
+EDGES = {
+    "clean": ([0, 1, 2], [0, 1, 2], None, 2, 3, 2, 0, None),
+    "offset repeated": ([0, 0], [0, 0], None, 0, 2, 0, 0, "OFFSET_DELTA_INVALID"),
+    "offset going back": ([1, 0], [0, 0], None, 1, 2, 0, 0, "OFFSET_DELTA_INVALID"),
+    "offset past the last": ([0, 1], [0, 0], None, 0, 2, 0, 0, "OFFSET_DELTA_INVALID"),
+    "offsets below the base": ([-1, 0], [0, 0], None, 0, 2, 0, 0, "RECORD_COUNT_MISMATCH"),
+    "timestamp at the max": ([0, 1], [0, 5], None, 1, 2, 5, 0, None),
+    "timestamp one above the max": ([0, 1], [0, 5], None, 1, 2, 4, 0, "TIMESTAMP_ABOVE_MAX"),
+    "log append time": ([0, 1], [0, 5], None, 1, 2, 4, 0x08, None),
+    "delete horizon": ([0, 1], [0, 5], None, 1, 2, 4, 0x40, None),
+    "count one high": ([0, 1], [0, 0], None, 1, 3, 0, 0, "RECORD_COUNT_MISMATCH"),
+    "count one low": ([0, 1], [0, 0], None, 1, 1, 0, 0, "RECORD_COUNT_MISMATCH"),
+    "count negative": ([0, 1], [0, 0], None, 1, -1, 0, 0, "RECORDS_UNREADABLE"),
+    "header key null": ([0], [0], (b"\x00\x02Z", b"\x01\x02Z"), 0, 1, 0, 0, "RECORDS_UNREADABLE"),
+    "header count negative": ([0], [0], (b"\x02\x00\x02Z", b"\x01\x00\x02Z"), 0, 1, 0, 0, "RECORDS_UNREADABLE"),
+    "header count negative, no header": ([0], [0], (b"\x02v\x00", b"\x02v\x01"), 0, 1, 0, 0, "RECORDS_UNREADABLE"),
+    "header count past the record": ([0], [0], (b"\x02\x00\x02Z", b"\x08\x00\x02Z"), 0, 1, 0, 0,
+                                     "RECORDS_UNREADABLE"),
+}
+
+
+@pytest.mark.parametrize("edge", EDGES)
+def test_clean_records_on_each_check_s_edge(fast, edge):
+    deltas, stamps, edit, last, count, max_ts, attributes, expected = EDGES[edge]
+    data = _batch(deltas, stamps, [("", b"Z")] if edit and b"Z" in edit[0] else [])
+    if edit:
+        data = _edit(data, *edit)
+    base, base_ts = 5000, 1_700_000_000_000
+    view = BatchView(0, len(data), 2, base, base + last, count, attributes, base_ts, base_ts + max_ts,
+                     -1, -1, -1, 0, 0, 0)
+    with kernel.pure():
+        sink = Sink("x")
+        decoded = check_records(data, view, sink)
+    names = [f.name for f in sink.done()]
+    assert names[:1] == ([] if expected is None else [expected])
+    n = _clean_count(data, view)
+    assert (n >= 0) == (expected is None)
+    if expected is None:
+        assert n == decoded == len(deltas)
+
+
+def _with_crc(entry: bytearray) -> bytes:
+    entry[17:21] = crc32c_package.crc32c(bytes(entry[21:])).to_bytes(4, "big")
+    return bytes(entry)
+
+
+def _entries(src: Path) -> list[bytes]:
+    data = src.read_bytes()
+    with Segment(src, 0) as seg:
+        return [data[v.position : v.position + v.size] for v in seg.walk()]
+
+
+def _crafted() -> dict[str, bytes]:
+    """Entries whose CRC holds but that the walker must still read itself: each between two valid batches."""
+    plain = _entries(kafka_case("v2-none-mixed") / "00000000000000000457.log")
+    txn = _entries(kafka_case("v2-idempotent-txn") / "00000000000000000288.log")
+    marker = next(e for e in txn if e[22] & 0x20)
+    tiny = bytearray(plain[0][:40])
+    tiny[8:12] = (40 - 12).to_bytes(4, "big")
+    magic3 = bytearray(plain[1])
+    magic3[16] = 3
+    bad_marker = bytearray(marker)
+    bad_marker[-1 - 6 - 1 - 4 + 3] ^= 0x07  # the low byte of the control key's type (COMMIT/ABORT -> 6/7)
+    no_producer = bytearray(marker)
+    no_producer[43:51] = (-1).to_bytes(8, "big", signed=True)
+    return {name: plain[0] + _with_crc(e) + plain[2]
+            for name, e in {"tiny v2": tiny, "magic 3": magic3, "bad control key": bad_marker,
+                            "control batch of no producer": no_producer}.items()}
+
+
+@pytest.mark.parametrize("name", ["tiny v2", "magic 3", "bad control key", "control batch of no producer"])
+def test_entries_only_the_walker_reads(fast, tmp_path, name):
+    compiled, reference = _both_ways(tmp_path, _crafted()[name])
+    assert compiled == reference
+    assert compiled[2] >= 1  # the batch before it is walked either way
