@@ -145,7 +145,7 @@ def test_clean_records_says_clean_exactly_where_the_reference_finds_nothing(fast
     batch = bytes(header) + bytes(payload)
     plain = view._replace(position=0, size=len(batch), attributes=view.attributes & 0xF8)
     n = fast.clean_records(payload, plain.count, plain.base_offset, plain.last_offset, plain.first_timestamp,
-                           plain.max_timestamp, not plain.attributes & 0x48)
+                           plain.max_timestamp, True, not plain.attributes & 0x48)
     sink = Sink("x")
     with kernel.pure():
         decoded = check_records(batch, plain, sink)
@@ -283,3 +283,134 @@ def test_entries_only_the_walker_reads(fast, tmp_path, name):
     compiled, reference = _both_ways(tmp_path, _crafted()[name])
     assert compiled == reference
     assert compiled[2] >= 1  # the batch before it is walked either way
+
+
+# dump's forms whose records the kernel renders (and one it hands back: base64), each on both paths: the
+# two most used over every fixture, the other decoders over Kafka's written cases and the sample.
+DUMP_FORMS = {
+    ("--print-data",): "all",
+    ("--format", "jsonl"): "all",
+    (): "written",
+    ("--format", "json", "--key-decoder", "hex", "--value-decoder", "utf8", "--salvage"): "written",
+    ("--key-decoder", "utf8", "--value-decoder", "none"): "written",
+    ("--format", "jsonl", "--key-decoder", "string", "--value-decoder", "base64"): "written",
+}
+
+
+def _dump(*args) -> tuple:
+    from click.testing import CliRunner
+
+    from logtool.cli import cli
+
+    r = CliRunner().invoke(cli, ["dump", *map(str, args)], standalone_mode=False, catch_exceptions=False)
+    return r.return_value, r.stdout_bytes, r.stderr_bytes
+
+
+def _dump_both_ways(*args) -> tuple[tuple, tuple]:
+    compiled = _dump(*args)
+    with kernel.pure():
+        reference = _dump(*args)
+    return compiled, reference
+
+
+@pytest.mark.parametrize("form", DUMP_FORMS, ids=" ".join)
+def test_every_fixture_dumps_identically_on_both_paths(fast, form):
+    dirs = _partition_dirs()
+    if DUMP_FORMS[form] == "written":
+        dirs = [d for d in dirs if SHARED / "kafka-written" in d.parents or ROOT in d.parents]
+    assert dirs
+    differ = [str(d) for d in dirs if len(set(_dump_both_ways(*form, d))) != 1]
+    assert differ == []
+
+
+DECODER_NAMES = ["utf8", "string", "hex", "none"]
+# UTF-8's edges: a surrogate, overlongs, past U+10FFFF, beyond the BMP, cut short, DEL and JSON's escapes
+EDGY = [b"\xed\xa0\x80", b"\xed\x9f\xbf", b"\xe0\x80\x80", b"\xe0\xa0\x80", b"\xc0\xaf", b"\xc2\x80",
+        b"\xf4\x90\x80\x80", b"\xf4\x8f\xbf\xbf", b"\xf0\x8f\xbf\xbf", b"\xf0\x9f\x98\x80", b"\xe2\x82",
+        b"\xef\xbf\xbf", b"\x7f", b"\x00\x1f\"\\\x08\x0c\n\r\t/"]
+field_st = st.one_of(st.none(), st.binary(max_size=12), st.text(max_size=6).map(lambda t: t.encode("utf-8", "surrogatepass")),
+                     st.lists(st.sampled_from(EDGY), max_size=3).map(b"x".join))
+
+
+def _utf8(data: bytes | None) -> bool:
+    try:
+        (data or b"").decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+class _Spy:
+    """The kernel, counting the batches its renderers rendered (rather than handed back)."""
+
+    def __init__(self, real) -> None:
+        self.real, self.rendered = real, 0
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+    def render_text(self, *args):
+        return self._count(self.real.render_text(*args))
+
+    def render_json(self, *args):
+        return self._count(self.real.render_json(*args))
+
+    def _count(self, result):
+        self.rendered += result is not None
+        return result
+
+
+@SETTINGS
+@given(records=st.lists(st.tuples(field_st, field_st,
+                                  st.lists(st.tuples(st.text(max_size=4), field_st), max_size=2)), max_size=5),
+       key_name=st.sampled_from(DECODER_NAMES), value_name=st.sampled_from(DECODER_NAMES), stride=st.integers(1, 3),
+       unverified=st.booleans())
+def test_rendered_records_are_the_reference_s_bytes(fast, monkeypatch, records, key_name, value_name, stride,
+                                                     unverified):
+    """Keys, values and headers of any bytes (not UTF-8, control characters, characters beyond the BMP,
+    surrogates) rendered by the kernel read exactly as the reference renders them; only `string`'s U+FFFD
+    rules for bytes that are not UTF-8 are handed back to it."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    from logtool.format.batch import read_entry
+    from logtool.reads import decoders
+    from logtool.reads.ranges import BatchRead, PackedRecords
+    from logtool.render import dump_json, dump_text
+
+    builder = DefaultRecordBatchBuilder(2, 0, False, 7, 0, 2**31 - 2, 1 << 20)
+    for i, (key, value, headers) in enumerate(records):
+        builder.append(i * stride, 1_700_000_000_000 + i, key, value, headers)
+    data = bytes(builder.build())
+    view = read_entry(data, 0, len(data))._replace(base_offset=100)
+    packed = PackedRecords(view, data[61:], len(records))
+    decoded = list(packed)
+    key, value = decoders.get(key_name), decoders.get(value_name)
+    seg = Segment(Path("00000000000000000000.log"), 0)
+    ev_packed, ev_list = (BatchRead(seg, view, recs, None, None, unverified=unverified) for recs in (packed, decoded))
+    header_keys_utf8 = all(_utf8(h.encode("utf-8", "surrogatepass")) for _k, _v, hs in records for h, _ in hs)
+    keys_utf8 = all(_utf8(k) for k, _v, _h in records)
+    values_utf8 = all(_utf8(v) for _k, v, _h in records)
+    header_values_utf8 = all(_utf8(hv) for _k, _v, hs in records for _h, hv in hs)  # shown in JSON, not in text
+    java_hands_back = (key_name == "string" and not keys_utf8) or (value_name == "string" and not values_utf8)
+    java_json_hands_back = java_hands_back or (value_name == "string" and not header_values_utf8)
+    spy = _Spy(kernel.KERNEL)
+    monkeypatch.setattr(kernel, "KERNEL", spy)
+
+    offsets = [99] + [r.offset for r in decoded]
+    for shown, handed_back in (((key, value), java_hands_back or not header_keys_utf8),
+                               ((None, None), not header_keys_utf8)):
+        modes = tuple(-1 if d is None else decoders.kernel_mode(d) for d in shown)
+        compiled = dump_text._compiled_lines(ev_packed, modes, 99)
+        assert (compiled is None) == handed_back
+        if compiled is not None:
+            text, last, gaps = compiled
+            assert text == "".join(dump_text.record_line(view, r, None, *shown) + "\n" for r in decoded)
+            assert last == offsets[-1]
+            assert gaps == [(a, b) for a, b in zip(offsets, offsets[1:]) if b != a + 1]
+
+    spy.rendered = 0
+    compiled_json = list(dump_json.objects([ev_packed], key, value))
+    assert spy.rendered == (0 if java_json_hands_back else 1)
+    with kernel.pure():
+        reference_json = list(dump_json.objects([ev_list], key, value))
+    assert compiled_json == reference_json

@@ -55,6 +55,6 @@ def _clean_count(buf, view: BatchView) -> int:
     check_ts = not view.attributes & 0x48  # CreateTime and no delete horizon, as in the loop below
     try:
         return kernel.KERNEL.clean_records(batch_payload(buf, view), view.count, view.base_offset, view.last_offset,
-                                           view.first_timestamp, view.max_timestamp, check_ts)
+                                           view.first_timestamp, view.max_timestamp, True, check_ts)
     except (RecordError, OverflowError):
         return -1

@@ -312,30 +312,74 @@ static inline int varint(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end
     return 0;
 }
 
-/* A length-prefixed byte field (key, value, header key or value): 0 and whether it was null; -1 where
+/* A length-prefixed byte field (key, value, header key or value): 0 and its length (-1: null); -1 where
  * the reference raises. */
-static inline int bytes_field(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end, int *is_null)
+static inline int bytes_field(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end, Py_ssize_t *len)
 {
     int64_t n;
     if (varint(d, pos, end, 32, &n) < 0)
         return -1;
     if (n < 0) {
-        *is_null = 1;
+        *len = -1;
         return 0;
     }
-    *is_null = 0;
     if (n > end - *pos)
         return -1;
+    *len = (Py_ssize_t)n;
     *pos += n;
     return 0;
+}
+
+/* One v2 record's fields, where its bytes are: a length of -1 is a null key or value. */
+struct record {
+    int64_t ts_delta, offset_delta, n_headers;
+    Py_ssize_t key_at, key_len, value_at, value_len, headers_at;
+};
+
+/* The record at *pos (FORMAT.md §2.6), its framing held to what the reference's iter_records holds it to:
+ * 0, or -1 where the reference raises. *pos ends past the record. */
+static int parse_record(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end, struct record *r)
+{
+    int64_t length;
+    Py_ssize_t len;
+    if (*pos >= end || varint(d, pos, end, 32, &length) < 0 || length < 0 || length > end - *pos)
+        return -1;
+    Py_ssize_t body_end = *pos + length;
+    *pos += 1; /* attributes, unused */
+    if (varint(d, pos, body_end, 64, &r->ts_delta) < 0 || varint(d, pos, body_end, 32, &r->offset_delta) < 0)
+        return -1;
+    r->key_at = *pos;
+    if (bytes_field(d, pos, body_end, &r->key_len) < 0)
+        return -1;
+    r->value_at = *pos;
+    if (bytes_field(d, pos, body_end, &r->value_len) < 0)
+        return -1;
+    if (varint(d, pos, body_end, 32, &r->n_headers) < 0 || r->n_headers < 0 || r->n_headers > body_end - *pos)
+        return -1;
+    r->headers_at = *pos;
+    for (int64_t h = 0; h < r->n_headers; h++)
+        if (bytes_field(d, pos, body_end, &len) < 0 || len < 0 || bytes_field(d, pos, body_end, &len) < 0)
+            return -1;
+    return *pos == body_end ? 0 : -1;
+}
+
+/* Where a field's bytes start (past its length varint) and how many: the record parser checked them. */
+static inline const unsigned char *field_bytes(const unsigned char *d, Py_ssize_t at, Py_ssize_t *len)
+{
+    int64_t n;
+    Py_ssize_t p = at;
+    varint(d, &p, at + 5, 32, &n);
+    *len = n < 0 ? -1 : (Py_ssize_t)n;
+    return d + p;
 }
 
 static PyObject *k_clean_records(PyObject *self, PyObject *args)
 {
     PyObject *obj;
     long long count, base, last, base_ts, max_ts;
-    int check_ts;
-    if (!PyArg_ParseTuple(args, "OLLLLLp", &obj, &count, &base, &last, &base_ts, &max_ts, &check_ts))
+    int check_offsets, check_ts;
+    if (!PyArg_ParseTuple(args, "OLLLLLpp", &obj, &count, &base, &last, &base_ts, &max_ts, &check_offsets,
+                          &check_ts))
         return NULL;
     Py_buffer b;
     if (PyObject_GetBuffer(obj, &b, PyBUF_SIMPLE) < 0)
@@ -347,36 +391,420 @@ static PyObject *k_clean_records(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     long long i;
     for (i = 0; i < count; i++) {
-        int64_t length, ts_delta, offset_delta, n_headers, offset, ts;
-        int is_null;
-        if (pos >= end || varint(d, &pos, end, 32, &length) < 0 || length < 0 || length > end - pos)
+        struct record r;
+        int64_t offset, ts;
+        if (parse_record(d, &pos, end, &r) < 0)
             break;
-        Py_ssize_t body_end = pos + length;
-        pos += 1; /* attributes, unused */
-        if (varint(d, &pos, body_end, 64, &ts_delta) < 0 || varint(d, &pos, body_end, 32, &offset_delta) < 0 ||
-            bytes_field(d, &pos, body_end, &is_null) < 0 || bytes_field(d, &pos, body_end, &is_null) < 0 ||
-            varint(d, &pos, body_end, 32, &n_headers) < 0 || n_headers < 0 || n_headers > body_end - pos)
-            break;
-        int64_t h;
-        for (h = 0; h < n_headers; h++) {
-            if (bytes_field(d, &pos, body_end, &is_null) < 0 || is_null || bytes_field(d, &pos, body_end, &is_null) < 0)
-                break;
-        }
-        if (h < n_headers || pos != body_end)
-            break;
-        if (__builtin_add_overflow((int64_t)base, offset_delta, &offset) || (i > 0 && offset <= prev) ||
-            offset > last)
+        if (check_offsets && (__builtin_add_overflow((int64_t)base, r.offset_delta, &offset) ||
+                              (i > 0 && offset <= prev) || offset > last))
             break;
         prev = offset;
-        if (check_ts && (__builtin_add_overflow((int64_t)base_ts, ts_delta, &ts) || ts > max_ts))
+        if (check_ts && (__builtin_add_overflow((int64_t)base_ts, r.ts_delta, &ts) || ts > max_ts))
             break;
     }
     long long span; /* offsets the header covers, less one */
-    if (i == count && pos >= end && !__builtin_sub_overflow(last, base, &span) && count - 1 <= span)
+    if (i == count && pos >= end &&
+        (!check_offsets || (!__builtin_sub_overflow(last, base, &span) && count - 1 <= span)))
         n = count;
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&b);
     return PyLong_FromLongLong(n);
+}
+
+/* ---- rendering ---------------------------------------------------------------------------------- */
+
+/* How a key or value is shown, by the built-in decoders (logtool/reads/decoders.py) the kernel knows:
+ * ABSENT: text without keys and payloads; HIDDEN: `none`; UTF8: bytes that are not UTF-8 as \xNN;
+ * JAVA: `string`, whose U+FFFD rules stay in Python (any byte that is not UTF-8 hands the batch back). */
+enum mode { ABSENT = -1, HIDDEN = 0, UTF8 = 1, JAVA = 2, HEX = 3 };
+
+struct out {
+    char *p;
+    size_t n, cap;
+    int failed; /* no memory, or something only the reference renders: the caller gets None */
+};
+
+static void put(struct out *o, const void *s, size_t n)
+{
+    if (o->failed)
+        return;
+    if (o->n + n > o->cap) {
+        size_t cap = o->cap ? o->cap : 4096;
+        while (cap < o->n + n)
+            cap *= 2;
+        char *p = PyMem_RawRealloc(o->p, cap);
+        if (p == NULL) {
+            o->failed = 1;
+            return;
+        }
+        o->p = p;
+        o->cap = cap;
+    }
+    memcpy(o->p + o->n, s, n);
+    o->n += n;
+}
+
+static inline void put_s(struct out *o, const char *s) { put(o, s, strlen(s)); }
+
+static void put_i64(struct out *o, int64_t v)
+{
+    char tmp[24];
+    put(o, tmp, (size_t)snprintf(tmp, sizeof tmp, "%lld", (long long)v));
+}
+
+static const char HEXDIGITS[] = "0123456789abcdef";
+
+/* The length of the valid UTF-8 sequence at d[i] (Python's strict decoder: no overlongs, no surrogates,
+ * nothing past U+10FFFF), 0 where none starts. */
+static int utf8_len(const unsigned char *d, Py_ssize_t i, Py_ssize_t n)
+{
+    unsigned char c = d[i];
+    if (c < 0x80)
+        return 1;
+#define CONT(k) (i + (k) < n && (d[i + (k)] & 0xC0) == 0x80)
+    if (c >= 0xC2 && c <= 0xDF)
+        return CONT(1) ? 2 : 0;
+    if (c >= 0xE0 && c <= 0xEF) {
+        if (!CONT(1) || !CONT(2))
+            return 0;
+        unsigned char c1 = d[i + 1];
+        if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 > 0x9F))
+            return 0;
+        return 3;
+    }
+    if (c >= 0xF0 && c <= 0xF4) {
+        if (!CONT(1) || !CONT(2) || !CONT(3))
+            return 0;
+        unsigned char c1 = d[i + 1];
+        if ((c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 > 0x8F))
+            return 0;
+        return 4;
+    }
+    return 0;
+#undef CONT
+}
+
+static uint32_t code_point(const unsigned char *p, int len)
+{
+    if (len == 2)
+        return (uint32_t)(p[0] & 0x1F) << 6 | (p[1] & 0x3F);
+    if (len == 3)
+        return (uint32_t)(p[0] & 0x0F) << 12 | (uint32_t)(p[1] & 0x3F) << 6 | (p[2] & 0x3F);
+    return (uint32_t)(p[0] & 0x07) << 18 | (uint32_t)(p[1] & 0x3F) << 12 | (uint32_t)(p[2] & 0x3F) << 6 | (p[3] & 0x3F);
+}
+
+static void put_hex(struct out *o, const unsigned char *p, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        char two[2] = {HEXDIGITS[p[i] >> 4], HEXDIGITS[p[i] & 15]};
+        put(o, two, 2);
+    }
+}
+
+/* Text: the bytes as the decoder's text() gives them. */
+static void put_text(struct out *o, const unsigned char *p, Py_ssize_t n, enum mode m)
+{
+    if (m == HEX) {
+        put_hex(o, p, n);
+        return;
+    }
+    Py_ssize_t run = 0; /* valid UTF-8 goes out as it is, in runs */
+    for (Py_ssize_t i = 0; i < n;) {
+        int len = p[i] < 0x80 ? 1 : utf8_len(p, i, n);
+        if (len) {
+            i += len;
+            continue;
+        }
+        if (m == JAVA) {
+            o->failed = 1;
+            return;
+        }
+        put(o, p + run, (size_t)(i - run));
+        char esc[4] = {'\\', 'x', HEXDIGITS[p[i] >> 4], HEXDIGITS[p[i] & 15]};
+        put(o, esc, 4);
+        run = ++i;
+    }
+    put(o, p + run, (size_t)(n - run));
+}
+
+static void put_u(struct out *o, uint32_t u)
+{
+    char esc[6] = {'\\', 'u', HEXDIGITS[u >> 12], HEXDIGITS[(u >> 8) & 15], HEXDIGITS[(u >> 4) & 15], HEXDIGITS[u & 15]};
+    put(o, esc, 6);
+}
+
+/* JSON: the string json.encoder's encode_basestring_ascii makes of what the decoder decoded (UTF8 and
+ * JAVA), or the quoted hex; `null` for HIDDEN. */
+static void put_json(struct out *o, const unsigned char *p, Py_ssize_t n, enum mode m)
+{
+    if (m == HIDDEN) {
+        put(o, "null", 4);
+        return;
+    }
+    put(o, "\"", 1);
+    if (m == HEX) {
+        put_hex(o, p, n);
+        put(o, "\"", 1);
+        return;
+    }
+    Py_ssize_t run = 0;
+    for (Py_ssize_t i = 0; i < n;) {
+        unsigned char c = p[i];
+        if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\') {
+            i++;
+            continue;
+        }
+        put(o, p + run, (size_t)(i - run));
+        if (c < 0x80) {
+            const char *short_form = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n" : c == '\r' ? "\\r"
+                                   : c == '\t' ? "\\t" : c == '\b' ? "\\b" : c == '\f' ? "\\f" : NULL;
+            if (short_form)
+                put_s(o, short_form);
+            else
+                put_u(o, c);
+            i++;
+        } else {
+            int len = utf8_len(p, i, n);
+            if (len == 0) {
+                if (m == JAVA) {
+                    o->failed = 1;
+                    return;
+                }
+                char esc[5] = {'\\', '\\', 'x', HEXDIGITS[c >> 4], HEXDIGITS[c & 15]};
+                put(o, esc, 5);
+                i++;
+            } else {
+                uint32_t cp = code_point(p + i, len);
+                if (cp > 0xFFFF) {
+                    cp -= 0x10000;
+                    put_u(o, 0xD800 | (cp >> 10));
+                    put_u(o, 0xDC00 | (cp & 0x3FF));
+                } else {
+                    put_u(o, cp);
+                }
+                i += len;
+            }
+        }
+        run = i;
+    }
+    put(o, p + run, (size_t)(n - run));
+    put(o, "\"", 1);
+}
+
+static int64_t sequence_at(int64_t base_seq, int64_t delta)
+{
+    if (base_seq < 0)
+        return -1;
+    if (base_seq > INT32_MAX - delta)
+        return delta - (INT32_MAX - base_seq) - 1;
+    return base_seq + delta;
+}
+
+/* What both renderers take: a batch's records and how to stamp them. */
+struct batch_args {
+    Py_buffer b;
+    long long count, base, base_ts, base_seq, large;
+    PyObject *append_ts; /* None, or the LogAppendTime every record reports */
+    const char *ts_type;
+    int key_mode, value_mode;
+};
+
+/* Walks the records, calling `each` for every one with its absolute offset and timestamp; 0, or -1 where a
+ * record cannot be read, an int64 ends, or a key or value is large (the reference writes those in pieces). */
+typedef void (*record_fn)(struct out *, const struct batch_args *, const unsigned char *, const struct record *,
+                          int64_t offset, int64_t ts, void *ctx);
+
+static int each_record(struct out *o, const struct batch_args *a, record_fn each, void *ctx)
+{
+    const unsigned char *d = a->b.buf;
+    Py_ssize_t pos = 0, end = a->b.len;
+    long long append = 0;
+    int stamped = a->append_ts != Py_None;
+    if (stamped) {
+        append = PyLong_AsLongLong(a->append_ts);
+        if (append == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return -1;
+        }
+    }
+    for (long long i = 0; i < a->count && !o->failed; i++) {
+        struct record r;
+        int64_t offset, ts = append;
+        if (parse_record(d, &pos, end, &r) < 0 || __builtin_add_overflow((int64_t)a->base, r.offset_delta, &offset) ||
+            (!stamped && __builtin_add_overflow((int64_t)a->base_ts, r.ts_delta, &ts)) || r.key_len > a->large ||
+            r.value_len > a->large)
+            return -1;
+        each(o, a, d, &r, offset, ts, ctx);
+    }
+    return o->failed || pos != end ? -1 : 0;
+}
+
+/* ---- text: kafka-dump-log's record lines (render/dump_text.py's record_pieces) ---- */
+
+struct text_ctx {
+    int64_t previous; /* the offset of the record before (-1 at a file's start, as Kafka's tool counts) */
+    PyObject *gaps;   /* [(offset, the offset after it), ...] wherever one is not the one before plus one */
+};
+
+static void text_record(struct out *o, const struct batch_args *a, const unsigned char *d, const struct record *r,
+                        int64_t offset, int64_t ts, void *ctx)
+{
+    struct text_ctx *t = ctx;
+    if (t->previous == INT64_MAX || offset != t->previous + 1) {
+        PyObject *pair = Py_BuildValue("(LL)", (long long)t->previous, (long long)offset);
+        if (pair == NULL || PyList_Append(t->gaps, pair) < 0)
+            o->failed = 1;
+        Py_XDECREF(pair);
+    }
+    t->previous = offset;
+    put_s(o, "| offset: ");
+    put_i64(o, offset);
+    put(o, " ", 1);
+    put_s(o, a->ts_type);
+    put_s(o, ": ");
+    put_i64(o, ts);
+    put_s(o, " keySize: ");
+    put_i64(o, r->key_len);
+    put_s(o, " valueSize: ");
+    put_i64(o, r->value_len);
+    put_s(o, " sequence: ");
+    put_i64(o, sequence_at(a->base_seq, r->offset_delta));
+    put_s(o, " headerKeys: [");
+    Py_ssize_t at = r->headers_at, len;
+    for (int64_t h = 0; h < r->n_headers; h++) {
+        const unsigned char *key = field_bytes(d, at, &len);
+        if (h)
+            put(o, ",", 1);
+        put_text(o, key, len, JAVA); /* keys are Java Strings: not UTF-8 hands the batch back */
+        at = key + len - d;
+        const unsigned char *value = field_bytes(d, at, &len);
+        at = value + (len < 0 ? 0 : len) - d;
+    }
+    put(o, "]", 1);
+    if (a->key_mode != ABSENT) {
+        const unsigned char *key = field_bytes(d, r->key_at, &len);
+        if (len >= 0 && a->key_mode != HIDDEN) {
+            put_s(o, " key: ");
+            put_text(o, key, len, a->key_mode);
+        }
+        const unsigned char *value = field_bytes(d, r->value_at, &len);
+        if (len >= 0 && a->value_mode != HIDDEN) {
+            put_s(o, " payload: ");
+            put_text(o, value, len, a->value_mode);
+        }
+    }
+    put(o, "\n", 1);
+}
+
+/* ---- JSON Lines: render/dump_json.py's record objects ---- */
+
+struct json_ctx {
+    const char *tail; /* the batch part and the closing brace, encoded once per batch */
+    Py_ssize_t tail_len;
+    int unverified, lines;
+};
+
+static void json_record(struct out *o, const struct batch_args *a, const unsigned char *d, const struct record *r,
+                        int64_t offset, int64_t ts, void *ctx)
+{
+    struct json_ctx *j = ctx;
+    Py_ssize_t len;
+    if (j->lines++)
+        put(o, "\n", 1);
+    put_s(o, "{\"type\":\"record\",\"offset\":");
+    put_i64(o, offset);
+    put_s(o, ",\"timestamp\":");
+    put_i64(o, ts);
+    put_s(o, ",\"timestamp_type\":\"");
+    put_s(o, a->ts_type);
+    put_s(o, j->unverified ? "\",\"unverified\":true,\"key\":" : "\",\"key\":");
+    const unsigned char *key = field_bytes(d, r->key_at, &len);
+    if (len < 0)
+        put(o, "null", 4);
+    else
+        put_json(o, key, len, a->key_mode);
+    put_s(o, ",\"value\":");
+    const unsigned char *value = field_bytes(d, r->value_at, &len);
+    if (len < 0)
+        put(o, "null", 4);
+    else
+        put_json(o, value, len, a->value_mode);
+    put_s(o, ",\"headers\":[");
+    Py_ssize_t at = r->headers_at;
+    for (int64_t h = 0; h < r->n_headers; h++) {
+        const unsigned char *hk = field_bytes(d, at, &len);
+        put_s(o, h ? ",{\"key\":" : "{\"key\":");
+        put_json(o, hk, len, UTF8);
+        at = hk + len - d;
+        const unsigned char *hv = field_bytes(d, at, &len);
+        put_s(o, ",\"value\":");
+        if (len < 0)
+            put(o, "null", 4);
+        else
+            put_json(o, hv, len, a->value_mode);
+        put(o, "}", 1);
+        at = hv + (len < 0 ? 0 : len) - d;
+    }
+    put_s(o, "],\"key_size\":");
+    put_i64(o, r->key_len);
+    put_s(o, ",\"value_size\":");
+    put_i64(o, r->value_len);
+    put_s(o, ",\"sequence\":");
+    put_i64(o, sequence_at(a->base_seq, r->offset_delta));
+    put_s(o, ",\"control\":null");
+    put(o, j->tail, (size_t)j->tail_len);
+}
+
+static PyObject *rendered(struct out *o, int status)
+{
+    PyObject *text = NULL;
+    if (status == 0 && !o->failed)
+        text = PyUnicode_DecodeUTF8(o->p ? o->p : "", (Py_ssize_t)o->n, "strict");
+    PyMem_RawFree(o->p);
+    if (text == NULL && PyErr_Occurred())
+        return NULL;
+    return text; /* NULL without an error: None for the caller */
+}
+
+static PyObject *k_render_text(PyObject *self, PyObject *args)
+{
+    struct batch_args a;
+    long long previous;
+    if (!PyArg_ParseTuple(args, "y*LLLOLsiiLL", &a.b, &a.count, &a.base, &a.base_ts, &a.append_ts, &a.base_seq,
+                          &a.ts_type, &a.key_mode, &a.value_mode, &a.large, &previous))
+        return NULL;
+    struct out o = {0};
+    struct text_ctx t = {previous, PyList_New(0)};
+    if (t.gaps == NULL) {
+        PyBuffer_Release(&a.b);
+        return NULL;
+    }
+    int status = each_record(&o, &a, text_record, &t);
+    PyBuffer_Release(&a.b);
+    PyObject *text = rendered(&o, status);
+    if (text == NULL) {
+        Py_DECREF(t.gaps);
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    return Py_BuildValue("(NLN)", text, (long long)t.previous, t.gaps);
+}
+
+static PyObject *k_render_json(PyObject *self, PyObject *args)
+{
+    struct batch_args a;
+    struct json_ctx j = {0};
+    if (!PyArg_ParseTuple(args, "y*LLLOLsiiLs#p", &a.b, &a.count, &a.base, &a.base_ts, &a.append_ts, &a.base_seq,
+                          &a.ts_type, &a.key_mode, &a.value_mode, &a.large, &j.tail, &j.tail_len, &j.unverified))
+        return NULL;
+    struct out o = {0};
+    int status = each_record(&o, &a, json_record, &j);
+    PyBuffer_Release(&a.b);
+    PyObject *text = rendered(&o, status);
+    if (text == NULL && !PyErr_Occurred())
+        Py_RETURN_NONE;
+    return text;
 }
 
 static PyObject *k_crc32c(PyObject *self, PyObject *obj)
@@ -398,7 +826,14 @@ static PyMethodDef kernel_methods[] = {
     {"frames", k_frames, METH_VARARGS,
      PyDoc_STR("frames(BatchView, buf, pos, end, window) -> ([BatchView, ...], stop position)")},
     {"clean_records", k_clean_records, METH_VARARGS,
-     PyDoc_STR("clean_records(payload, count, base_offset, last_offset, base_ts, max_ts, check_ts) -> n or -1")},
+     PyDoc_STR("clean_records(payload, count, base_offset, last_offset, base_ts, max_ts, check_offsets, check_ts)"
+               " -> n or -1")},
+    {"render_text", k_render_text, METH_VARARGS,
+     PyDoc_STR("render_text(payload, count, base_offset, base_ts, append_ts, base_seq, ts_type, key_mode, "
+               "value_mode, large, previous) -> (lines, last offset, [(offset, next offset), ...]) or None")},
+    {"render_json", k_render_json, METH_VARARGS,
+     PyDoc_STR("render_json(payload, count, base_offset, base_ts, append_ts, base_seq, ts_type, key_mode, "
+               "value_mode, large, tail, unverified) -> lines or None")},
     {"crc32c", k_crc32c, METH_O, PyDoc_STR("crc32c(data) -> int")},
     {"hardware_crc", k_hardware_crc, METH_NOARGS, PyDoc_STR("hardware_crc() -> whether SSE4.2's crc32 is used")},
     {NULL, NULL, 0, NULL},

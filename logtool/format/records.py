@@ -95,9 +95,21 @@ def iter_records(buf, view: BatchView) -> Iterator[Record]:
         else:
             yield from _iter_v2(batch_payload(buf, view), view)
     except RecordError as e:
-        if e.kind is None:
-            e.kind = _unreadable_kind(view)
-        raise
+        raise _named(e, view)
+
+
+def payload_records(payload, view: BatchView) -> Iterator[Record]:
+    """The records of a v2 batch from its payload as `batch_payload` gives it (decompressed)."""
+    try:
+        yield from _iter_v2(payload, view)
+    except RecordError as e:
+        raise _named(e, view)
+
+
+def _named(e: RecordError, view: BatchView) -> RecordError:
+    if e.kind is None:
+        e.kind = _unreadable_kind(view)
+    return e
 
 
 def _iter_v2(data, view: BatchView) -> Iterator[Record]:

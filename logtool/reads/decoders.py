@@ -194,6 +194,17 @@ class Hidden(Decoder):
         return "null"
 
 
+# How the compiled kernel (format/_kernel.c, `enum mode`) renders each built-in decoder it knows, by exact
+# type: a subclass or a plugin may change what it shows, so it is rendered by its own methods.
+_KERNEL_MODES: dict[type, int] = {Hidden: 0, Utf8: 1, JavaString: 2, Hex: 3}
+NOT_SHOWN = -1  # the kernel's mode for text without keys and payloads
+
+
+def kernel_mode(decoder: Decoder) -> int | None:
+    """The kernel's mode for this decoder, None where only the decoder itself can render."""
+    return _KERNEL_MODES.get(type(decoder))
+
+
 BUILT_IN: dict[str, Callable[[], Decoder]] = {"utf8": Utf8, "string": JavaString, "hex": Hex, "base64": Base64,
                                               "json": Json, "none": Hidden}
 

@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from logtool.findings import Finding, finding
+from logtool.format import kernel
 from logtool.format.batch import BatchView, kafka_iterator_step
 from logtool.format.kraft import control_value
-from logtool.format.records import ControlRecord, Record, RecordError, iter_records, parse_control
+from logtool.format.records import (ControlRecord, Record, RecordError, batch_payload, iter_records, parse_control,
+                                    payload_records)
 from logtool.store.partition import Partition
 from logtool.reads.salvage import next_batch
 from logtool.rules.offsets import offsets_go_back
@@ -95,10 +97,39 @@ class SegmentStart(NamedTuple):
     segment: Segment
 
 
+class PackedRecords:
+    """Every record of a whole v2 data batch, kept as the batch's uncompressed bytes, which the compiled
+    kernel has found to decode: renderers hand them to the kernel without a Python object per record.
+    Iterating gives the Records the reference decodes."""
+
+    __slots__ = ("view", "payload", "count")
+
+    def __init__(self, view: BatchView, payload: bytes, count: int) -> None:
+        self.view, self.payload, self.count = view, payload, count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self):
+        return payload_records(self.payload, self.view)
+
+
+def _packed(buf, view: BatchView) -> PackedRecords | None:
+    """The batch's records packed, where the kernel reads them all as the reference would; None otherwise."""
+    try:
+        # A copy, as the reference's decode makes: a view into the mapping would keep it from being closed.
+        payload = bytes(batch_payload(buf, view))
+        n = kernel.KERNEL.clean_records(payload, view.count, view.base_offset, view.last_offset,
+                                        view.first_timestamp, view.max_timestamp, False, False)
+    except (RecordError, OverflowError):
+        return None
+    return PackedRecords(view, payload, n) if n >= 0 else None
+
+
 class BatchRead(NamedTuple):
     segment: Segment
     view: BatchView
-    records: list[Record] | None  # the records in range; None when only batches are read
+    records: list[Record] | PackedRecords | None  # the records in range; None when only batches are read
     controls: list[Control] | None  # one per record, for control batches
     problem: Finding | None  # why the records stop short, when they cannot all be decoded
     continued: bool = False  # more records of the batch of the event before (a batch is read in chunks)
@@ -247,6 +278,9 @@ def _record_chunks(seg: Segment, view: BatchView, first: int, last: int,
     whole = view.base_offset is not None and first <= view.base_offset and view.last_offset <= last
     if (whole and not view.is_control and view.count is not None and view.count <= RECORDS_PER_EVENT
             and (room is None or view.count <= room)):
+        if kernel.KERNEL is not None and not view.is_legacy and (packed := _packed(seg.buf, view)) is not None:
+            yield packed, None, None
+            return
         try:
             yield list(iter_records(seg.buf, view)), None, None  # the common case, kept cheap
             return

@@ -15,9 +15,10 @@ from collections.abc import Callable, Iterable, Iterator
 from json.encoder import encode_basestring_ascii as _string  # json.dumps of one str, without its overhead
 from typing import TextIO
 
-from logtool.reads.decoders import PIECE, Decoder
+from logtool.format import kernel
+from logtool.reads.decoders import PIECE, Decoder, kernel_mode
 from logtool.format.batch import BatchView
-from logtool.reads.ranges import Anomaly, BatchRead, Control, Damage, Event, Skipped
+from logtool.reads.ranges import Anomaly, BatchRead, Control, Damage, Event, PackedRecords, Skipped
 
 
 def _dumps(obj: object) -> str:
@@ -70,6 +71,7 @@ def objects(events: Iterable[Event], key: Decoder, value: Decoder) -> Iterable["
     """One JSON text per object, batch by batch (several records' lines joined in one string; a record too
     large for that as its own Pieces)."""
     kj, vj = key.json_fragment, value.json_fragment
+    modes = (kernel_mode(key), kernel_mode(value))
     for ev in events:
         if isinstance(ev, BatchRead):
             v = ev.view
@@ -80,6 +82,11 @@ def objects(events: Iterable[Event], key: Decoder, value: Decoder) -> Iterable["
                 yield _dumps({"type": "batch", **batch})
                 continue
             tail = f',"batch":{_dumps(batch)}}}'  # encoded once per batch
+            compiled = _compiled_lines(ev, modes, tail)
+            if compiled is not None:
+                if compiled:
+                    yield compiled
+                continue
             mark = '"unverified":true,' if ev.unverified else ''
             ts_type = v.timestamp_type
             controls = ev.controls
@@ -120,6 +127,18 @@ def objects(events: Iterable[Event], key: Decoder, value: Decoder) -> Iterable["
         elif isinstance(ev, Skipped):
             yield _dumps({"type": "skipped", "segment": ev.segment.log_path.name, "start": ev.start,
                           "end": ev.end, "bytes": ev.end - ev.start, "resumed": ev.resumed})
+
+
+def _compiled_lines(ev: BatchRead, modes: tuple[int | None, int | None], tail: str) -> str | None:
+    """The record objects of a packed batch as the kernel renders them (one per line); None where the kernel
+    does not render them (a decoder it does not know, bytes only the decoder words)."""
+    records = ev.records
+    if not isinstance(records, PackedRecords) or kernel.KERNEL is None or None in modes:
+        return None
+    v = records.view
+    return kernel.KERNEL.render_json(records.payload, records.count, v.base_offset, v.first_timestamp,
+                                     v.max_timestamp if v.attributes & 0x08 else None, v.base_sequence,
+                                     v.timestamp_type, *modes, LARGE, tail, ev.unverified)
 
 
 def _control(c: Control) -> str:

@@ -14,12 +14,13 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import TextIO
 
-from logtool.reads.decoders import PIECE as LARGE, Decoder
+from logtool.format import kernel
+from logtool.reads.decoders import NOT_SHOWN, PIECE as LARGE, Decoder, kernel_mode
 from logtool.format.batch import BatchView
 from logtool.format.records import Record
 from logtool.reads.file_dump import FileDump
 from logtool.store.layout import BOOTSTRAP_CHECKPOINT, kraft_snapshot_id
-from logtool.reads.ranges import Anomaly, BatchRead, Control, Damage, Event, SegmentStart, Skipped
+from logtool.reads.ranges import Anomaly, BatchRead, Control, Damage, Event, PackedRecords, SegmentStart, Skipped
 
 # Kafka's labels for KRaft control records whose value it prints as JSON (others: `controlType: NAME(id)`).
 _KRAFT_LABELS = {2: " LeaderChange: ", 3: " SnapshotHeader ", 4: " SnapshotFooter ", 5: " KRaftVersion ",
@@ -101,10 +102,12 @@ def render(events: Iterable[Event], out: TextIO, key: Decoder | None, value: Dec
     gaps: dict[str, dict[int, int]] = {}  # segment (absolute path) -> previous offset -> the offset after it
     previous = -1
     kafka_died = False  # Kafka's tool threw: it never gets to its list of gaps
+    modes = (NOT_SHOWN, NOT_SHOWN) if key is None or value is None else (kernel_mode(key), kernel_mode(value))
     for ev in events:
         if isinstance(ev, BatchRead):
             lines = [] if ev.continued else [batch_line(ev.view)]
-            if ev.records:
+            compiled = _compiled_lines(ev, modes, previous)
+            if compiled is None and ev.records:
                 path = os.path.abspath(ev.segment.log_path)
                 for r in ev.records:
                     if r.offset != previous + 1:
@@ -113,6 +116,12 @@ def render(events: Iterable[Event], out: TextIO, key: Decoder | None, value: Dec
             if ev.unverified and not ev.continued:
                 err.write(f"logtool: the batch at byte {ev.view.position} of {ev.segment.log_path.name} fails its CRC; "
                           f"its records follow as its bytes read (any of them may be wrong)\n")
+            if compiled is not None:
+                text, previous, pairs = compiled
+                if pairs:
+                    gaps.setdefault(os.path.abspath(ev.segment.log_path), {}).update(pairs)
+                out.write("".join(line + "\n" for line in lines) + text)
+                continue
             if ev.records is not None:
                 controls = ev.controls
                 for i, r in enumerate(ev.records):
@@ -151,6 +160,18 @@ def render(events: Iterable[Event], out: TextIO, key: Decoder | None, value: Dec
     for path, pairs in ({} if kafka_died else gaps).items():
         err.write(f"Non-consecutive offsets in {path}\n")
         err.write("".join(f"  {a} is followed by {b}\n" for a, b in sorted(pairs.items())))
+
+
+def _compiled_lines(ev: BatchRead, modes: tuple[int | None, int | None], previous: int) -> tuple | None:
+    """The record lines of a packed batch as the kernel renders them, the last offset and the offset gaps;
+    None where the kernel does not render them (a decoder it does not know, bytes only the decoder words)."""
+    records = ev.records
+    if not isinstance(records, PackedRecords) or kernel.KERNEL is None or None in modes:
+        return None
+    v = records.view
+    return kernel.KERNEL.render_text(records.payload, records.count, v.base_offset, v.first_timestamp,
+                                     v.max_timestamp if v.attributes & 0x08 else None, v.base_sequence,
+                                     v.timestamp_type, *modes, LARGE, previous)
 
 
 def file_dump_lines(d: FileDump) -> list[str]:
