@@ -67,11 +67,12 @@ sys.exit(code)
 """
 
 
-def measured(*args: str) -> dict:
-    """Wall time, peak RSS and stderr lines of `logtool ARGS > /dev/null` as a user runs it."""
+def measured(*args: str, env: dict[str, str] | None = None) -> dict:
+    """Wall time, peak RSS and stderr lines of `logtool ARGS > /dev/null` as a user runs it (with `env`
+    added to the environment)."""
     t = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", MEASURED_CHILD, *args], stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, text=True)
+                          stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
     seconds = time.perf_counter() - t
     *messages, peak_kb = proc.stderr.split("\n")[:-1]
     return {"seconds": round(seconds, 3), "max_rss_mb": round(int(peak_kb) / 1024, 1), "exit": proc.returncode,

@@ -4,11 +4,11 @@ from __future__ import annotations
 import json
 import os
 import sys
+from importlib import import_module
 
 import click
 
 from logtool import __version__
-from logtool.commands import audit, dump, find, index, restore, scan, truncate, verify
 from logtool import exitcodes
 from logtool.commands.failure import Failure
 from logtool.commands.options import epilog
@@ -18,7 +18,21 @@ class _ReaderGone(Exception):
     """stdout's reader went away during a command."""
 
 
+# Each command's module, imported only when that command is asked for: starting one command does not pay
+# for importing every other's dependencies (a dump needs no repair planner, a scan no decoders).
+_COMMANDS = {"scan": "command", "verify": "command", "find": "command", "index": "group", "restore": "command",
+             "truncate": "command", "audit": "command", "dump": "command"}
+
+
 class _Group(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(_COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in _COMMANDS:
+            return None
+        return getattr(import_module(f"logtool.commands.{name}"), _COMMANDS[name])
+
     def invoke(self, ctx: click.Context):
         # click turns a broken pipe inside a command into exit status 1 ("problems repaired" for us), so it
         # is taken out of click's hands here and ends in `main` like one met anywhere else.
@@ -40,15 +54,6 @@ def cli() -> None:
     loads. Nothing is written into a log dir but by truncate, index rebuild and restore, and every byte
     they replace is kept in a quarantine. `logtool COMMAND --help` for each command."""
 
-
-cli.add_command(scan.command)
-cli.add_command(verify.command)
-cli.add_command(find.command)
-cli.add_command(index.group)
-cli.add_command(restore.command)
-cli.add_command(truncate.command)
-cli.add_command(audit.command)
-cli.add_command(dump.command)
 
 
 def _machine_format(argv: list[str]) -> str | None:

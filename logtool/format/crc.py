@@ -1,21 +1,28 @@
 """CRC32C (v2 batches, producer snapshots) and CRC32 (v0/v1 messages).
 
-The hardware-accelerated `crc32c` package runs at several GB/s; crcmod's table-driven CRC-32C is the
-fallback for platforms where it cannot be imported (about 30x slower, still correct).
+The compiled kernel's CRC-32C where it is built (format/_kernel.c; the tests hold it to the crc32c
+package's), else the hardware-accelerated `crc32c` package (importing it costs a tenth of a small
+command's start-up), else crcmod's table-driven CRC-32C for platforms where neither can be had (about 30x
+slower, still correct). The kernel is looked up once: the pure path (LOGTOOL_PURE) gives the same answers.
 """
 from __future__ import annotations
 
 import zlib
 
-try:
-    from crc32c import crc32c as _crc32c
-except ImportError:  # pragma: no cover - exercised only where the wheel is missing
-    import crcmod.predefined
+from logtool.format import kernel
 
-    _crcmod_fn = crcmod.predefined.mkPredefinedCrcFun("crc-32c")
+if kernel.KERNEL is not None:
+    _crc32c = kernel.KERNEL.crc32c
+else:
+    try:
+        from crc32c import crc32c as _crc32c
+    except ImportError:  # pragma: no cover - exercised only where the wheel is missing
+        import crcmod.predefined
 
-    def _crc32c(data) -> int:
-        return _crcmod_fn(bytes(data))
+        _crcmod_fn = crcmod.predefined.mkPredefinedCrcFun("crc-32c")
+
+        def _crc32c(data) -> int:
+            return _crcmod_fn(bytes(data))
 
 
 def crc32c(data) -> int:

@@ -7,18 +7,18 @@ import sys
 from contextlib import contextmanager
 from dataclasses import replace
 from collections.abc import Callable, Iterator
-
-from rich.console import Console
-from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                           TimeRemainingColumn, TransferSpeedColumn)
+from typing import TYPE_CHECKING
 
 from logtool.store.pacing import PROGRESS_EVERY, ReadPolicy
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 
 class Meter:
     """What a command tells the display: how much there is to do, and how much more is done."""
 
-    def __init__(self, bar: Progress | None = None) -> None:
+    def __init__(self, bar: "Progress | None" = None) -> None:
         self._bar = bar
         self._task = bar.add_task("", total=None) if bar is not None else None
 
@@ -59,6 +59,11 @@ def progress(label: str, in_bytes: bool = True, shown: bool | None = None) -> It
     if not (sys.stderr.isatty() if shown is None else shown):
         yield Meter()
         return
+    # rich's progress display is imported only where it is shown: a tenth of a small command's start-up
+    from rich.console import Console
+    from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn, TransferSpeedColumn)
+
     columns = ([DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn()] if in_bytes
                else [MofNCompleteColumn(), TimeElapsedColumn()])
     bar = Progress(TextColumn(label), BarColumn(), *columns, console=Console(stderr=True), transient=True)

@@ -1,0 +1,187 @@
+"""`make bench`, kernel part: the compiled kernel against the pure-Python path, the CRC-32C ceiling and
+aiokafka (compiled record iteration) on the same files in one run: issue 13's goals as ratios, each with
+the machine's spread (best, median and worst of BENCH_REPEAT runs). Writes bench/results/kernel.{json,md}.
+
+Files: bench.run's 1 GB uncompressed segment; a mixed-codec segment (BENCH_MIXED_BYTES, default 300 MB:
+none, gzip, snappy, lz4 and zstd batches in turn); a log dir of 2,000 single-segment partitions of about
+11 KB each (fixtures/fleet.py). The pure path is the same code with LOGTOOL_PURE=1.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import crc32c
+
+from bench import peers
+from bench.run import DATA, REPEAT, measured, partition_dir, write_results
+from fixtures.fleet import TopicSpec, write_fleet
+from fixtures.generator import big_templates, repeat_to_size, write_partition
+from logtool.checks.engine import Target, check_target
+from logtool.format import kernel
+
+MIXED_BYTES = int(os.environ.get("BENCH_MIXED_BYTES", 300_000_000))
+SMALL_PARTITIONS = 2000
+PURE = {kernel.PURE_ENV: "1"}
+
+
+def spread(fn, *args, repeat: int = REPEAT) -> tuple[dict, object]:
+    """({best, median, worst} seconds of `repeat` runs, the last result)."""
+    times, result = [], None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        result = fn(*args)
+        times.append(time.perf_counter() - t)
+    return {"best": round(min(times), 4), "median": round(statistics.median(times), 4),
+            "worst": round(max(times), 4)}, result
+
+
+def command_spread(*args: str, env: dict | None = None, repeat: int = REPEAT) -> dict:
+    runs = [measured(*args, env=env) for _ in range(repeat)]
+    assert all(r["exit"] in (0, 4) for r in runs), runs[-1]
+    times = [r["seconds"] for r in runs]
+    return {"best": min(times), "median": round(statistics.median(times), 3), "worst": max(times),
+            "max_rss_mb": max(r["max_rss_mb"] for r in runs)}
+
+
+def mixed_dir() -> Path:
+    part = DATA / f"mixed-{MIXED_BYTES}" / "mixed-0"
+    if not part.exists():
+        print(f"generating {MIXED_BYTES} bytes of mixed codecs into {part} ...", file=sys.stderr)
+        templates = [t for codec in ("none", "gzip", "snappy", "lz4", "zstd") for t in big_templates(codec)[::4]]
+        write_partition(part.parent, "mixed", 0, repeat_to_size(templates, MIXED_BYTES), segment_bytes=2**31 - 1)
+    return part
+
+
+def small_partitions() -> Path:
+    root = DATA / f"small-{SMALL_PARTITIONS}"
+    if not root.exists():
+        print(f"generating {SMALL_PARTITIONS} small partitions into {root} ...", file=sys.stderr)
+        write_fleet(root, [TopicSpec("small", SMALL_PARTITIONS, 11_500)], brokers=1, replication=1, plant=False)
+    return root / "broker-0"
+
+
+def in_process(part: Path, deep: bool, pure: bool) -> int:
+    """verify of one partition in-process: the records it decoded (deep) or its batches."""
+    if pure:
+        with kernel.pure():
+            rep = check_target(Target(part), deep)
+    else:
+        rep = check_target(Target(part), deep)
+    assert not [f for f in rep.all_findings() if f.severity > 0]
+    return sum((s.records or 0) if deep else s.batches for s in rep.segments)
+
+
+def crc_over_map(path: Path) -> int:
+    """The CRC-32C ceiling as a mapped file offers it: the page faults of a fresh mapping included."""
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        return crc32c.crc32c(m)
+
+
+def ratio(peer: dict, ours: dict) -> float:
+    return round(peer["best"] / ours["best"], 3)
+
+
+def main() -> int:
+    assert kernel.KERNEL is not None, kernel.WHY_PURE
+    big = partition_dir()
+    log = next(big.glob("*.log"))
+    data = log.read_bytes()  # the page cache warm for every contender, and the bytes aiokafka iterates
+    res: dict = {"machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+                 "repeat": REPEAT, "file_bytes": len(data), "hardware_crc": kernel.KERNEL.hardware_crc()}
+
+    ceiling, _ = spread(crc32c.crc32c, data)
+    ceiling_map, _ = spread(crc_over_map, log)
+    kernel_crc, _ = spread(kernel.KERNEL.crc32c, data)
+    shallow, batches = spread(in_process, big, False, False)
+    shallow_pure, _ = spread(in_process, big, False, True)
+    res["shallow"] = {"batches": batches, "kernel_s": shallow, "pure_s": shallow_pure, "crc32c_in_memory_s": ceiling,
+                      "crc32c_over_a_fresh_map_s": ceiling_map, "kernel_crc32c_in_memory_s": kernel_crc,
+                      "share_of_ceiling": ratio(ceiling, shallow), "share_of_mapped_ceiling": ratio(ceiling_map, shallow),
+                      "speedup_over_pure": ratio(shallow_pure, shallow)}
+
+    deep, records = spread(in_process, big, True, False)
+    deep_pure, _ = spread(in_process, big, True, True, repeat=1)
+    aiokafka, (_, ak_records) = spread(peers.aiokafka_records, data)
+    assert ak_records == records
+    res["deep_uncompressed"] = {"records": records, "kernel_s": deep, "pure_s": deep_pure, "aiokafka_s": aiokafka,
+                                "kernel_records_per_s": round(records / deep["best"]),
+                                "aiokafka_records_per_s": round(records / aiokafka["best"]),
+                                "ratio_vs_aiokafka": ratio(aiokafka, deep), "speedup_over_pure": ratio(deep_pure, deep)}
+    del data
+
+    mixed = mixed_dir()
+    mixed_data = next(mixed.glob("*.log")).read_bytes()
+    m_deep, m_records = spread(in_process, mixed, True, False)
+    m_pure, _ = spread(in_process, mixed, True, True, repeat=1)
+    m_ak, (_, m_ak_records) = spread(peers.aiokafka_records, mixed_data)
+    assert m_ak_records == m_records
+    res["deep_mixed_codecs"] = {"file_bytes": len(mixed_data), "records": m_records, "kernel_s": m_deep,
+                                "pure_s": m_pure, "aiokafka_s": m_ak, "ratio_vs_aiokafka": ratio(m_ak, m_deep),
+                                "speedup_over_pure": ratio(m_pure, m_deep)}
+    del mixed_data
+
+    dumps = {}
+    for name, args in (("text", ("dump", "--print-data", str(big))), ("jsonl", ("dump", "--format", "jsonl", str(big)))):
+        fast = command_spread(*args)
+        slow = command_spread(*args, env=PURE, repeat=1)
+        dumps[name] = {"kernel": fast, "pure": slow, "records_per_s": round(records / fast["best"]),
+                       "ratio_vs_aiokafka_iteration": ratio(aiokafka, fast), "speedup_over_pure": ratio(slow, fast)}
+    res["dump"] = dumps
+
+    small = small_partitions()
+    fleet = {}
+    for name, args in (("shallow", ("verify", str(small))), ("deep", ("verify", "--deep", str(small)))):
+        fast, slow = command_spread(*args), command_spread(*args, env=PURE)
+        fleet[name] = {"kernel": fast, "pure": slow, "speedup_over_pure": ratio(slow, fast)}
+    res["small_partitions"] = {"partitions": SMALL_PARTITIONS, **fleet}
+
+    tiny = Path(__file__).resolve().parents[1] / "fixtures" / "sample-logdir" / "orders-0"
+    res["start_up"] = {" ".join(args): command_spread(*args, repeat=5)
+                       for args in (("--version",), ("verify", str(tiny)), ("scan", str(tiny)),
+                                    ("dump", "--max-records", "1", str(tiny)), ("find", "--offset", "5", str(tiny)))}
+    write_results("kernel", res, render)
+    return 0
+
+
+def _s(d: dict) -> str:
+    return f"{d['best']} s ({d['median']} / {d['worst']})"
+
+
+def render(r: dict) -> str:
+    sh, du, dm, dp, sp = r["shallow"], r["deep_uncompressed"], r["deep_mixed_codecs"], r["dump"], r["small_partitions"]
+    starts = "\n".join(f"| `logtool {k}` | {_s(v)} | {v['max_rss_mb']} MB |" for k, v in r["start_up"].items())
+    return f"""# Compiled kernel benchmark ({r['file_bytes']:,} bytes uncompressed, {du['records']:,} records)
+
+{r['machine']}; SSE4.2 CRC: {r['hardware_crc']}. Times are best (median / worst) of {r['repeat']} runs (the
+pure path's slow runs once); every file is in the page cache.
+
+| work | kernel | pure Python | reference | goal: ratio |
+|---|---|---|---|---|
+| shallow verify, in-process ({sh['batches']:,} batches) | {_s(sh['kernel_s'])} | {_s(sh['pure_s'])} | CRC-32C of the bytes in memory {_s(sh['crc32c_in_memory_s'])}; of a fresh mapping {_s(sh['crc32c_over_a_fresh_map_s'])} | 60% of the ceiling: **{sh['share_of_ceiling']:.0%}** in memory, **{sh['share_of_mapped_ceiling']:.0%}** of the mapped one |
+| verify --deep, uncompressed | {_s(du['kernel_s'])} ({du['kernel_records_per_s']:,} records/s) | {_s(du['pure_s'])} | aiokafka's record iteration {_s(du['aiokafka_s'])} ({du['aiokafka_records_per_s']:,} records/s) | 3x aiokafka: **{du['ratio_vs_aiokafka']}x** |
+| verify --deep, mixed codecs ({dm['file_bytes']:,} bytes, {dm['records']:,} records) | {_s(dm['kernel_s'])} | {_s(dm['pure_s'])} | aiokafka {_s(dm['aiokafka_s'])} | 1.5x aiokafka: **{dm['ratio_vs_aiokafka']}x** |
+| `logtool dump --print-data > /dev/null` | {_s(dp['text']['kernel'])}, {dp['text']['records_per_s']:,} records/s, RSS {dp['text']['kernel']['max_rss_mb']} MB | {_s(dp['text']['pure'])} | aiokafka's iteration (above) | 0.25x aiokafka: **{dp['text']['ratio_vs_aiokafka_iteration']}x** |
+| `logtool dump --format jsonl > /dev/null` | {_s(dp['jsonl']['kernel'])}, {dp['jsonl']['records_per_s']:,} records/s, RSS {dp['jsonl']['kernel']['max_rss_mb']} MB | {_s(dp['jsonl']['pure'])} | aiokafka's iteration | 0.5x aiokafka: **{dp['jsonl']['ratio_vs_aiokafka_iteration']}x** |
+| `logtool verify DIR`, {sp['partitions']:,} single-segment partitions | {_s(sp['shallow']['kernel'])} | {_s(sp['shallow']['pure'])} | | 2x today: **{sp['shallow']['speedup_over_pure']}x** the pure path |
+| `logtool verify --deep DIR`, same | {_s(sp['deep']['kernel'])} | {_s(sp['deep']['pure'])} | | 2x today: **{sp['deep']['speedup_over_pure']}x** the pure path |
+
+Speed-ups over the pure path: shallow {sh['speedup_over_pure']}x, deep {du['speedup_over_pure']}x (mixed codecs
+{dm['speedup_over_pure']}x), dump text {dp['text']['speedup_over_pure']}x, JSON Lines {dp['jsonl']['speedup_over_pure']}x.
+The kernel's own CRC-32C over the bytes in memory: {_s(sh['kernel_crc32c_in_memory_s'])}.
+
+Start-up, as a command on the sample's smallest partition (best (median / worst) of 5; goal: under 150 ms):
+
+| command | time | peak RSS |
+|---|---|---|
+{starts}
+"""
+
+
+if __name__ == "__main__":
+    sys.exit(main())
