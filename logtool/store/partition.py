@@ -47,13 +47,16 @@ class Partition:
     @classmethod
     def from_dir(cls, path: Path) -> "Partition":
         """Read the directory listing. Raises OSError when it cannot be listed."""
-        files = {n: classify_file(n) for n in sorted(os.listdir(path)) if not (path / n).is_dir()}
+        with os.scandir(path) as listing:  # one pass: the kinds of entries come with their names
+            entries = sorted((e for e in listing if not e.is_dir()), key=lambda e: e.name)
+        files = {e.name: classify_file(e.name) for e in entries}
         segments = sorted(
             (Segment(path / n, f.base_offset) for n, f in files.items() if f.kind == FileKind.LOG),
             key=lambda s: s.base_offset,
         )
+        links = {e.name: link_target(path / e.name) for e in entries if e.is_symlink()}
         return cls(path, parse_partition_dir(path.resolve().name), segments, files,
-                   broker_pid=running_broker(path.absolute().parent), symlinks=symlinks_in(path, files))
+                   broker_pid=running_broker(path.absolute().parent), symlinks=links)
 
     @classmethod
     def from_segment_file(cls, log_path: Path) -> "Partition":

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from logtool.store.mapping import open_readonly, open_regular
+from logtool.store.mapping import GuardedMap, open_regular
 
 
 @dataclass(slots=True, frozen=True)
@@ -47,14 +47,18 @@ class SideFile:
 SIDE_FILE_LIMIT = 64 << 20
 
 
+# A `mapped` file smaller than this is read instead: a mapping (and its SIGBUS guard) costs more than
+# reading a small index, and a log dir of thousands of small partitions has thousands of them.
+MAPPED_FROM = 1 << 20
+
+
 def read_side(path: Path, mapped: bool = False) -> SideFile:
-    """Read a file once; `mapped` maps it instead (index files can be large, and are read in place)."""
+    """Read a file once; `mapped` maps it instead when it is large (index files can be, and are read in place)."""
     try:
-        if mapped:
-            data, _size = open_readonly(path)
-            return SideFile(path.name, data)
         fd, size = open_regular(path)
         try:
+            if mapped and size >= MAPPED_FROM:
+                return SideFile(path.name, GuardedMap(fd, size))
             if size > SIDE_FILE_LIMIT:
                 return SideFile(path.name, None, f"{size} bytes, more than Kafka ever writes in this file",
                                 too_large=True)
