@@ -448,8 +448,15 @@ static inline void put_s(struct out *o, const char *s) { put(o, s, strlen(s)); }
 
 static void put_i64(struct out *o, int64_t v)
 {
-    char tmp[24];
-    put(o, tmp, (size_t)snprintf(tmp, sizeof tmp, "%lld", (long long)v));
+    char tmp[24], *p = tmp + sizeof tmp;
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        *--p = '-';
+    put(o, p, (size_t)(tmp + sizeof tmp - p));
 }
 
 static const char HEXDIGITS[] = "0123456789abcdef";
@@ -533,6 +540,15 @@ static void put_u(struct out *o, uint32_t u)
     put(o, esc, 6);
 }
 
+/* The bytes JSON shows as they are: printable ASCII but the quote and the backslash. */
+static unsigned char JSON_PLAIN[256];
+
+static void json_init(void)
+{
+    for (int c = 0x20; c < 0x7F; c++)
+        JSON_PLAIN[c] = c != '"' && c != '\\';
+}
+
 /* JSON: the string json.encoder's encode_basestring_ascii makes of what the decoder decoded (UTF8 and
  * JAVA), or the quoted hex; `null` for HIDDEN. */
 static void put_json(struct out *o, const unsigned char *p, Py_ssize_t n, enum mode m)
@@ -550,7 +566,7 @@ static void put_json(struct out *o, const unsigned char *p, Py_ssize_t n, enum m
     Py_ssize_t run = 0;
     for (Py_ssize_t i = 0; i < n;) {
         unsigned char c = p[i];
-        if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\') {
+        if (JSON_PLAIN[c]) {
             i++;
             continue;
         }
@@ -755,11 +771,18 @@ static void json_record(struct out *o, const struct batch_args *a, const unsigne
     put(o, j->tail, (size_t)j->tail_len);
 }
 
-static PyObject *rendered(struct out *o, int status)
+/* The rendered text as a str (None for the caller when it failed). JSON with every non-ASCII character
+ * escaped is ASCII: copied into the str as it is, without the decoder's pass over it. */
+static PyObject *rendered(struct out *o, int status, int ascii)
 {
     PyObject *text = NULL;
-    if (status == 0 && !o->failed)
+    if (status == 0 && !o->failed && ascii) {
+        text = PyUnicode_New((Py_ssize_t)o->n, 127);
+        if (text != NULL)
+            memcpy(PyUnicode_DATA(text), o->p ? o->p : "", o->n);
+    } else if (status == 0 && !o->failed) {
         text = PyUnicode_DecodeUTF8(o->p ? o->p : "", (Py_ssize_t)o->n, "strict");
+    }
     PyMem_RawFree(o->p);
     if (text == NULL && PyErr_Occurred())
         return NULL;
@@ -781,7 +804,7 @@ static PyObject *k_render_text(PyObject *self, PyObject *args)
     }
     int status = each_record(&o, &a, text_record, &t);
     PyBuffer_Release(&a.b);
-    PyObject *text = rendered(&o, status);
+    PyObject *text = rendered(&o, status, 0);
     if (text == NULL) {
         Py_DECREF(t.gaps);
         if (PyErr_Occurred())
@@ -801,7 +824,7 @@ static PyObject *k_render_json(PyObject *self, PyObject *args)
     struct out o = {0};
     int status = each_record(&o, &a, json_record, &j);
     PyBuffer_Release(&a.b);
-    PyObject *text = rendered(&o, status);
+    PyObject *text = rendered(&o, status, 1);
     if (text == NULL && !PyErr_Occurred())
         Py_RETURN_NONE;
     return text;
@@ -844,5 +867,6 @@ static struct PyModuleDef kernel_module = {PyModuleDef_HEAD_INIT, "_kernel", NUL
 PyMODINIT_FUNC PyInit__kernel(void)
 {
     crc_init();
+    json_init();
     return PyModule_Create(&kernel_module);
 }
