@@ -15,7 +15,7 @@ from logtool.checks.partition import PartitionReport, check_partition
 from logtool.store.segment import Lens
 from logtool.checks.shutdown import check_clean_shutdown
 from logtool.store.pacing import ReadPolicy
-from logtool.store.layout import PathKind, classify_path, parse_partition_dir
+from logtool.store.layout import PathKind, classify_path, parse_partition_dir, real_name
 from logtool.store.partition import Partition
 from logtool import exitcodes
 
@@ -99,7 +99,7 @@ def open_target(target: Target, reading: ReadPolicy | None = None) -> Partition 
     try:
         part = Partition.from_segment_file(target.path) if target.single_file else Partition.from_dir(target.path)
     except OSError as e:
-        name = None if target.single_file else parse_partition_dir(target.path.resolve().name)
+        name = None if target.single_file else parse_partition_dir(real_name(target.path))
         rep = PartitionReport(str(target.path), *((name.topic, name.partition, name.kind) if name else (None, None)))
         rep.findings.append(unreadable(target, e))
         return rep
@@ -155,9 +155,11 @@ def run_checks(paths: list[Path], deep: bool, bytes_known: Callable[[int], None]
 
 def check_across_files(report: Report) -> None:
     """The checks between each log dir's root files and its partitions, once every partition was walked."""
+    parents = [Path(p.path).parent for p in report.partitions]
     for ld in report.log_dirs:
-        for p in report.partitions:
-            if Path(p.path).parent == Path(ld.path):
+        here = Path(ld.path)
+        for p, parent in zip(report.partitions, parents):
+            if parent == here:
                 check_against_log_dir(ld, p)
 
 

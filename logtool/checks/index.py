@@ -69,6 +69,14 @@ class OffsetIndexCheck:
         self.prev = entry
         self.next = entry
 
+    def feed_many(self, views) -> None:
+        # Most batches hold no index entry (one per 4 KiB of log): only those that do go through `feed`.
+        for v in views:
+            if self.next is not None and self.next[1] <= v.position:
+                self.feed(v)
+            else:
+                self.prev_batch_last = v.last_offset
+
     def feed(self, view: BatchView) -> None:
         while self.next is not None and self.next[1] <= view.position:
             offset, pos = self.next
@@ -136,6 +144,14 @@ class TimeIndexCheck:
         self.prev = entry
         self.next = entry
 
+    def feed_many(self, views) -> None:
+        # Only batches an entry names go through `feed`; the others only raise the largest timestamp.
+        for v in views:
+            if self.next is not None and self.next[1] <= v.last_offset:
+                self.feed(v)
+            elif v.max_timestamp > self.max_ts:
+                self.max_ts = v.max_timestamp
+
     def feed(self, view: BatchView) -> None:
         self.max_ts = max(self.max_ts, view.max_timestamp)
         while self.next is not None and self.next[1] <= view.last_offset:
@@ -170,6 +186,12 @@ class TxnIndexCheck:
         self.expected: list[AbortedTxn] = []
         # Each entry records one abort marker, a control batch of the segment: no more entries than that.
         self.most_entries = len(buf) // V2_HEADER_SIZE + 1
+
+    def feed_many(self, views) -> None:
+        # Only transactional batches open or end a transaction.
+        for v in views:
+            if v.attributes & 0x10:
+                self.feed(v)
 
     def feed(self, view: BatchView) -> None:
         aborted = self.txns.feed(self.buf, view)

@@ -11,7 +11,7 @@ from logtool.checks.index import OffsetIndexCheck, TimeIndexCheck, TxnIndexCheck
 from logtool.checks.records import check_records
 from logtool.format.batch import MAX_SEGMENT_BYTES, BatchView, codec_name
 from logtool.format.index import MAX_RELATIVE_OFFSET
-from logtool.store.segment import Lens, Segment, WalkOutcome
+from logtool.store.segment import Lens, Segment, WalkOutcome, feeder
 
 
 
@@ -57,30 +57,40 @@ class _BatchRules:
         self.epoch, self.run_start = -1, 0  # leader epoch of the current run of batches, and its first offset
 
     def feed(self, v: BatchView) -> None:
-        # Runs once per batch on the shallow path: plain field reads only (BatchView properties cost a call).
-        rep = self.rep
-        magic, codec, last = v.magic, v.attributes & 0x07, v.last_offset
-        first = v.base_offset if v.base_offset is not None else last
-        if self.prev_last is None:
-            self._first_batch(v, first)
-        elif (backwards := offsets_go_back(self.prev_last, v)) is not None:
-            self._report("OFFSET_NOT_INCREASING", backwards, v, first)
-        if not 0 <= last - self.base <= MAX_RELATIVE_OFFSET:
-            self._report("OFFSET_OVERFLOW", f"offset {last} is not within 2^31-1 of the segment base {self.base}", v, last)
-        if magic > 2:
-            self._report("UNKNOWN_MAGIC", f"batch at byte {v.position} has magic {magic}", v, first)
-        if codec > 4 or (magic < 2 and codec > 3):
-            self._report("UNKNOWN_CODEC", f"batch at byte {v.position} names codec id {codec}", v, first)
-        if v.base_offset is None:
-            self._report("LEGACY_WRAPPER_UNREADABLE", f"compressed wrapper at byte {v.position} (last offset {last}) "
-                                                      f"cannot be decompressed", v, last)
-        if v.partition_leader_epoch != self.epoch:
-            self._new_epoch_run(v.partition_leader_epoch, first)
-        rep.last_offset = self.prev_last = last
-        if rep.max_timestamp is None or v.max_timestamp > rep.max_timestamp:
-            rep.max_timestamp = v.max_timestamp
-        rep.magic.add(magic)
-        self.codec_ids.add(codec)
+        self.feed_many((v,))
+
+    def feed_many(self, views) -> None:
+        # Runs once per batch on the shallow path: plain field reads into locals (BatchView properties cost
+        # a call), the rare findings through helpers.
+        rep, base, codec_ids, magics = self.rep, self.base, self.codec_ids, self.rep.magic
+        prev, epoch, max_ts = self.prev_last, self.epoch, rep.max_timestamp
+        for v in views:
+            magic, codec, last = v.magic, v.attributes & 0x07, v.last_offset
+            first = v.base_offset if v.base_offset is not None else last
+            if prev is None:
+                self._first_batch(v, first)
+            elif (backwards := offsets_go_back(prev, v)) is not None:
+                self._report("OFFSET_NOT_INCREASING", backwards, v, first)
+            if not 0 <= last - base <= MAX_RELATIVE_OFFSET:
+                self._report("OFFSET_OVERFLOW", f"offset {last} is not within 2^31-1 of the segment base {base}", v, last)
+            if magic > 2:
+                self._report("UNKNOWN_MAGIC", f"batch at byte {v.position} has magic {magic}", v, first)
+            if codec > 4 or (magic < 2 and codec > 3):
+                self._report("UNKNOWN_CODEC", f"batch at byte {v.position} names codec id {codec}", v, first)
+            if v.base_offset is None:
+                self._report("LEGACY_WRAPPER_UNREADABLE", f"compressed wrapper at byte {v.position} (last offset "
+                                                          f"{last}) cannot be decompressed", v, last)
+            if v.partition_leader_epoch != epoch:
+                self.prev_last = prev  # the run that ends here ends at the batch before
+                self._new_epoch_run(v.partition_leader_epoch, first)
+                epoch = self.epoch
+            prev = last
+            if max_ts is None or v.max_timestamp > max_ts:
+                max_ts = v.max_timestamp
+            magics.add(magic)
+            codec_ids.add(codec)
+        self.prev_last = prev
+        rep.last_offset, rep.max_timestamp = prev, max_ts
 
     def _first_batch(self, v: BatchView, first: int) -> None:
         self.rep.first_offset, self.rep.first_timestamp = first, v.first_timestamp
@@ -160,11 +170,13 @@ def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | Non
     walk = WalkOutcome(seg.size)
     records = 0
     buf = seg.buf
-    for view in seg.walk(walk):
-        for each in fed:
-            each.feed(view)
+    feeds = [feeder(lens) for lens in fed]
+    for views in seg.walk_runs(walk):
+        for feed in feeds:
+            feed(views)
         if deep:
-            records += check_records(buf, view, sink)
+            for view in views:
+                records += check_records(buf, view, sink)
     rules.finish()
     rep.valid_bytes, rep.batches = walk.valid_bytes, walk.batches
     rep.records = records if deep else None

@@ -110,6 +110,14 @@ class PathKind(Enum):
     NOT_KAFKA = "not Kafka"
 
 
+def real_name(path: Path) -> str:
+    """The name the directory at `path` has where it really is: a symlink or `.` names another. Only the
+    last component can rename it, so the full resolve (a stat per component) is left to those cases."""
+    if path.name not in ("", ".", "..") and not os.path.islink(path):
+        return path.name
+    return path.resolve().name
+
+
 def classify_path(path: Path) -> PathKind:
     """Decide what a PATH given on the command line is. Raises OSError when it cannot be read."""
     path.stat()  # raises for a missing or unreachable path before anything else is decided
@@ -117,7 +125,7 @@ def classify_path(path: Path) -> PathKind:
         name = classify_file(path.name)
         return PathKind.SEGMENT_FILE if name.kind == FileKind.LOG else PathKind.NOT_KAFKA
     names = os.listdir(path)
-    parsed = parse_partition_dir(path.resolve().name)
+    parsed = parse_partition_dir(real_name(path))
     has_segments = any(classify_file(n).kind in (FileKind.LOG, FileKind.INDEX, FileKind.TIMEINDEX) for n in names)
     if parsed is not None and (has_segments or not any((path / n).is_dir() for n in names)):
         return PathKind.PARTITION_DIR

@@ -9,7 +9,7 @@ from pathlib import Path
 from logtool.store.broker import running_broker
 from logtool.store.pacing import ReadPolicy
 from logtool.store.layout import (FileKind, FileName, PartitionName, PathKind, classify_file, classify_path,
-                                  parse_partition_dir)
+                                  parse_partition_dir, real_name)
 from logtool.store.segment import Segment
 from logtool.store.sidefile import SideFile, read_side
 
@@ -55,7 +55,7 @@ class Partition:
             key=lambda s: s.base_offset,
         )
         links = {e.name: link_target(path / e.name) for e in entries if e.is_symlink()}
-        return cls(path, parse_partition_dir(path.resolve().name), segments, files,
+        return cls(path, parse_partition_dir(real_name(path)), segments, files,
                    broker_pid=running_broker(path.absolute().parent), symlinks=links)
 
     @classmethod
@@ -64,7 +64,7 @@ class Partition:
         directory = log_path.parent
         files = {n: classify_file(n) for n in sorted(os.listdir(directory))
                  if n.startswith(log_path.stem + ".")}
-        return cls(directory, parse_partition_dir(directory.resolve().name),
+        return cls(directory, parse_partition_dir(real_name(directory)),
                    [Segment(log_path, name.base_offset or 0)], files, single_file=True,
                    broker_pid=running_broker(directory.absolute().parent))
 
@@ -75,7 +75,7 @@ class Partition:
     def size_of(self, name: str) -> int:
         """A file's size in bytes; -1 when it cannot be stat'ed."""
         try:
-            return (self.path / name).stat().st_size
+            return os.stat(os.path.join(self.path, name)).st_size  # no Path object: called for every file
         except OSError:
             return -1
 
