@@ -2,6 +2,9 @@
 aiokafka (compiled record iteration) on the same files in one run: issue 13's goals as ratios, each with
 the machine's spread (best, median and worst of BENCH_REPEAT runs). Writes bench/results/kernel.{json,md}.
 
+BENCH_BASELINE=DIR (a checkout of another revision, its _mapguard built, e.g. `git worktree add DIR REV`)
+adds that revision's time for the small partitions and the start-up, run from DIR: "faster than today".
+
 Files: bench.run's 1 GB uncompressed segment; a mixed-codec segment (BENCH_MIXED_BYTES, default 300 MB:
 none, gzip, snappy, lz4 and zstd batches in turn); a log dir of 2,000 single-segment partitions of about
 11 KB each (fixtures/fleet.py). The pure path is the same code with LOGTOOL_PURE=1.
@@ -26,6 +29,7 @@ from logtool.checks.engine import Target, check_target
 from logtool.format import kernel
 
 MIXED_BYTES = int(os.environ.get("BENCH_MIXED_BYTES", 300_000_000))
+BASELINE = os.environ.get("BENCH_BASELINE")
 SMALL_PARTITIONS = 2000
 PURE = {kernel.PURE_ENV: "1"}
 
@@ -135,16 +139,23 @@ def main() -> int:
     res["dump"] = dumps
 
     small = small_partitions()
+    baseline = {"PYTHONPATH": BASELINE} if BASELINE else None
     fleet = {}
     for name, args in (("shallow", ("verify", str(small))), ("deep", ("verify", "--deep", str(small)))):
         fast, slow = command_spread(*args), command_spread(*args, env=PURE)
         fleet[name] = {"kernel": fast, "pure": slow, "speedup_over_pure": ratio(slow, fast)}
-    res["small_partitions"] = {"partitions": SMALL_PARTITIONS, **fleet}
+        if baseline:
+            before = command_spread(*args, env=baseline)
+            fleet[name].update(baseline=before, speedup_over_baseline=ratio(before, fast))
+    res["small_partitions"] = {"partitions": SMALL_PARTITIONS, "baseline": BASELINE, **fleet}
 
     tiny = Path(__file__).resolve().parents[1] / "fixtures" / "sample-logdir" / "orders-0"
-    res["start_up"] = {" ".join(args): command_spread(*args, repeat=5)
-                       for args in (("--version",), ("verify", str(tiny)), ("scan", str(tiny)),
-                                    ("dump", "--max-records", "1", str(tiny)), ("find", "--offset", "5", str(tiny)))}
+    res["start_up"] = {}
+    for args in (("--version",), ("verify", str(tiny)), ("scan", str(tiny)), ("dump", "--max-records", "1", str(tiny)),
+                 ("find", "--offset", "5", str(tiny)), ("index", "verify", str(tiny)), ("truncate", str(tiny))):
+        res["start_up"][" ".join(args)] = command_spread(*args, repeat=7)
+        if baseline:
+            res["start_up"][" ".join(args)]["baseline"] = command_spread(*args, env=baseline, repeat=7)["best"]
     write_results("kernel", res, render)
     return 0
 
@@ -155,7 +166,10 @@ def _s(d: dict) -> str:
 
 def render(r: dict) -> str:
     sh, du, dm, dp, sp = r["shallow"], r["deep_uncompressed"], r["deep_mixed_codecs"], r["dump"], r["small_partitions"]
-    starts = "\n".join(f"| `logtool {k}` | {_s(v)} | {v['max_rss_mb']} MB |" for k, v in r["start_up"].items())
+    starts = "\n".join(f"| `logtool {k}` | {_s(v)} | {v.get('baseline', '')} | {v['max_rss_mb']} MB |"
+                       for k, v in r["start_up"].items())
+    before = "".join(f"; the baseline ({sp['baseline']}) {_s(sp[n]['baseline'])}: **{sp[n]['speedup_over_baseline']}x**"
+                     f" {n}" for n in ("shallow", "deep") if "baseline" in sp[n])
     return f"""# Compiled kernel benchmark ({r['file_bytes']:,} bytes uncompressed, {du['records']:,} records)
 
 {r['machine']}; SSE4.2 CRC: {r['hardware_crc']}. Times are best (median / worst) of {r['repeat']} runs (the
@@ -171,14 +185,16 @@ pure path's slow runs once); every file is in the page cache.
 | `logtool verify DIR`, {sp['partitions']:,} single-segment partitions | {_s(sp['shallow']['kernel'])} | {_s(sp['shallow']['pure'])} | | 2x today: **{sp['shallow']['speedup_over_pure']}x** the pure path |
 | `logtool verify --deep DIR`, same | {_s(sp['deep']['kernel'])} | {_s(sp['deep']['pure'])} | | 2x today: **{sp['deep']['speedup_over_pure']}x** the pure path |
 
+Small partitions against the code before this kernel{before or ": set BENCH_BASELINE to measure it"}.
+
 Speed-ups over the pure path: shallow {sh['speedup_over_pure']}x, deep {du['speedup_over_pure']}x (mixed codecs
 {dm['speedup_over_pure']}x), dump text {dp['text']['speedup_over_pure']}x, JSON Lines {dp['jsonl']['speedup_over_pure']}x.
 The kernel's own CRC-32C over the bytes in memory: {_s(sh['kernel_crc32c_in_memory_s'])}.
 
-Start-up, as a command on the sample's smallest partition (best (median / worst) of 5; goal: under 150 ms):
+Start-up, as a command on the sample's smallest partition (best (median / worst) of 7; goal: under 150 ms):
 
-| command | time | peak RSS |
-|---|---|---|
+| command | time | baseline (best) | peak RSS |
+|---|---|---|---|
 {starts}
 """
 

@@ -77,7 +77,7 @@ def check_segments(part: Partition, deep: bool, which: range, lens: Lens | None 
                 lenses = [x for x in (lens, lens_for(seg) if lens_for else None) if x is not None]
                 rep.segments.append(check_segment(seg, active=(i == last) and not part.single_file, deep=deep,
                                                   txns=txns, lenses=lenses,
-                                                  writer_pid=part.broker_pid if i == last else None))
+                                                  writer=part.writer if i == last else None))
         except OSError as e:
             rep.findings.append(finding("UNREADABLE", f"cannot read {seg.log_path.name}: {e.strerror or e}",
                                         seg.log_path.name))

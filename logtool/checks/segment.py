@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from logtool.findings import Finding, Sink
 from logtool.rules.offsets import offsets_go_back
@@ -135,13 +135,14 @@ def _being_written(seg: Segment, walk: WalkOutcome) -> bool:
 
 
 def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | None = None,
-                  lenses: Sequence[Lens] = (), writer_pid: int | None = None) -> SegmentReport:
+                  lenses: Sequence[Lens] = (), writer: Callable[[], int | None] | None = None) -> SegmentReport:
     """Walk one segment once; every lens sees every batch of the valid prefix. Raises OSError if unreadable.
 
     `txns` carries open transactions from the partition's earlier segments; without it the segment is
     taken on its own (first offsets of transactions opened before it are then unknown). `lenses` are fed in
     the same walk, for callers that keep something per batch (the audit's replica rows, a repair's indexes).
-    `writer_pid` is the running broker that may be appending to this segment (the partition's last)."""
+    `writer` names the running broker that may be appending to this segment (the partition's last), if any:
+    it is asked only when the walk stops short."""
     name = seg.log_path.name
     rep = SegmentReport(name, seg.base_offset, seg.size)
     sink = Sink(name)
@@ -180,6 +181,7 @@ def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | Non
     rules.finish()
     rep.valid_bytes, rep.batches = walk.valid_bytes, walk.batches
     rep.records = records if deep else None
+    writer_pid = writer() if walk.stop is not None and writer is not None else None
     if walk.stop is not None and writer_pid is not None and _being_written(seg, walk):
         sink.add("TAIL_BEING_WRITTEN", f"{walk.size - walk.stop.position} bytes after byte {walk.stop.position} "
                                        f"were being written while they were read; the broker (pid {writer_pid}) holds "

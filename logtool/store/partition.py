@@ -26,6 +26,9 @@ def symlinks_in(directory: Path, names) -> dict[str, str]:
     return {n: link_target(directory / n) for n in names if (directory / n).is_symlink()}
 
 
+_UNASKED = object()
+
+
 @dataclass(slots=True)
 class Partition:
     path: Path
@@ -33,7 +36,9 @@ class Partition:
     segments: list[Segment]
     files: dict[str, FileName] = field(default_factory=dict)  # every file in the directory by name
     single_file: bool = False  # the user named one .log file, not the directory
-    broker_pid: int | None = None  # the process holding the log dir's lock (a running broker); None: none
+    # the process holding the log dir's lock (a running broker), None: none; asked only when a walk of the
+    # last segment stops short (`writer`): most partitions never need to know
+    _broker_pid: object = field(default=_UNASKED, repr=False)
     symlinks: dict[str, str] = field(default_factory=dict)  # name -> where it points, for files that are links
 
     @property
@@ -56,7 +61,7 @@ class Partition:
         )
         links = {e.name: link_target(path / e.name) for e in entries if e.is_symlink()}
         return cls(path, parse_partition_dir(real_name(path)), segments, files,
-                   broker_pid=running_broker(path.absolute().parent), symlinks=links)
+                   symlinks=links)
 
     @classmethod
     def from_segment_file(cls, log_path: Path) -> "Partition":
@@ -65,8 +70,13 @@ class Partition:
         files = {n: classify_file(n) for n in sorted(os.listdir(directory))
                  if n.startswith(log_path.stem + ".")}
         return cls(directory, parse_partition_dir(real_name(directory)),
-                   [Segment(log_path, name.base_offset or 0)], files, single_file=True,
-                   broker_pid=running_broker(directory.absolute().parent))
+                   [Segment(log_path, name.base_offset or 0)], files, single_file=True)
+
+    def writer(self) -> int | None:
+        """The pid of the running broker that holds the log dir's lock (0: held, pid unknown); None: none."""
+        if self._broker_pid is _UNASKED:
+            self._broker_pid = running_broker(self.path.absolute().parent)
+        return self._broker_pid
 
     def side(self, name: str) -> SideFile:
         """A file of the directory besides the segments, read once (or why it cannot be)."""
