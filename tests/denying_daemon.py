@@ -8,15 +8,19 @@ import os
 
 from pyspark import daemon
 
-_listdir = os.listdir
 
+def _denied(real):
+    """`real` (os.listdir or os.scandir), failing with EACCES as for a directory the user may not read."""
 
-def _listdir_denied(path: str | os.PathLike = ".") -> list[str]:
-    if "unreadable" in os.path.basename(os.fspath(path)):
-        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(path))
-    return _listdir(path)
+    def listing(path: str | os.PathLike = "."):
+        if "unreadable" in os.path.basename(os.fspath(path)):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(path))
+        return real(path)
+
+    return listing
 
 
 if __name__ == "__main__":
-    os.listdir = _listdir_denied  # inherited by every worker the daemon forks
+    # inherited by every worker the daemon forks
+    os.listdir, os.scandir = _denied(os.listdir), _denied(os.scandir)
     daemon.manager()
