@@ -99,16 +99,32 @@ class Finding:
                 "position": self.position, "offset": self.offset, "message": self.message}
 
 
+class _Walked:
+    """Which batch of a walk the checks are looking at (`at`, its position; -1 before the walk), and that of
+    each finding when it was added: shared by a sink and its views for other files."""
+
+    __slots__ = ("at", "tags")
+
+    def __init__(self) -> None:
+        self.at, self.tags = -1, []
+
+
 class Sink:
     """Where checks put findings: it applies each kind's cap per file, and `done` adds one line per capped
-    kind and file counting what was left out. `file` is the file findings name unless `add` names another."""
+    kind and file counting what was left out. `file` is the file findings name unless `add` names another.
 
-    __slots__ = ("file", "findings", "_counts")
+    `done` lists findings in the order of the batches they were found at (`at`, which the walk's lenses set
+    as they go), and in the order they came for one batch: a lens fed a run of batches at once
+    (`feed_many`) reports in the same order as lenses fed one batch after the other, so the compiled
+    kernel's runs and the reference's single batches give one report."""
+
+    __slots__ = ("file", "findings", "_counts", "walked")
 
     def __init__(self, file: str | None = None) -> None:
         self.file = file
         self.findings: list[Finding] = []
         self._counts: dict[tuple[str, str | None], int] = {}
+        self.walked = _Walked()
 
     def add(self, name: str, message: str, position: int | None = None, offset: int | None = None,
             file: str | None = None) -> None:
@@ -119,15 +135,24 @@ class Sink:
             n = self._counts[key] = self._counts.get(key, 0) + 1
             if n > kind.cap:
                 return
-        self.findings.append(Finding(kind, message, file, position, offset))
+        self.append(Finding(kind, message, file, position, offset))
+
+    def append(self, f: Finding) -> None:
+        """A finding made elsewhere (no cap applies), at the batch the checks are looking at."""
+        self.findings.append(f)
+        self.walked.tags.append(self.walked.at)
 
     def for_file(self, file: str) -> "Sink":
         """The same sink (one list, one count per kind and file) with another default file."""
         view = Sink(file)
-        view.findings, view._counts = self.findings, self._counts
+        view.findings, view._counts, view.walked = self.findings, self._counts, self.walked
         return view
 
     def done(self) -> list[Finding]:
+        tags = self.walked.tags
+        if tags != sorted(tags):
+            order = sorted(range(len(self.findings)), key=tags.__getitem__)
+            self.findings[:] = [self.findings[i] for i in order]
         for (name, file), n in self._counts.items():
             kind = BY_NAME[name]
             if n > kind.cap:

@@ -73,6 +73,7 @@ class OffsetIndexCheck:
         # Most batches hold no index entry (one per 4 KiB of log): only those that do go through `feed`.
         for v in views:
             if self.next is not None and self.next[1] <= v.position:
+                self.rep.walked.at = v.position
                 self.feed(v)
             else:
                 self.prev_batch_last = v.last_offset
@@ -148,6 +149,7 @@ class TimeIndexCheck:
         # Only batches an entry names go through `feed`; the others only raise the largest timestamp.
         for v in views:
             if self.next is not None and self.next[1] <= v.last_offset:
+                self.rep.walked.at = v.position
                 self.feed(v)
             elif v.max_timestamp > self.max_ts:
                 self.max_ts = v.max_timestamp

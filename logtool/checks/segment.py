@@ -62,9 +62,10 @@ class _BatchRules:
     def feed_many(self, views) -> None:
         # Runs once per batch on the shallow path: plain field reads into locals (BatchView properties cost
         # a call), the rare findings through helpers.
-        rep, base, codec_ids, magics = self.rep, self.base, self.codec_ids, self.rep.magic
+        rep, base, codec_ids, magics, walked = self.rep, self.base, self.codec_ids, self.rep.magic, self.sink.walked
         prev, epoch, max_ts = self.prev_last, self.epoch, rep.max_timestamp
         for v in views:
+            walked.at = v.position
             magic, codec, last = v.magic, v.attributes & 0x07, v.last_offset
             first = v.base_offset if v.base_offset is not None else last
             if prev is None:
@@ -177,7 +178,9 @@ def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | Non
             feed(views)
         if deep:
             for view in views:
+                sink.walked.at = view.position
                 records += check_records(buf, view, sink)
+    sink.walked.at = seg.size  # what the lenses find at the end comes after what they found on the way
     rules.finish()
     rep.valid_bytes, rep.batches = walk.valid_bytes, walk.batches
     rep.records = records if deep else None
@@ -189,7 +192,7 @@ def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | Non
     elif walk.stop is not None:
         if walk.shrunk_at is None:  # a file cut under the reader is not damage recovery would cut
             rep.first_invalid_position = walk.stop.position
-        sink.findings.append(walk.stop_finding(name, active))
+        sink.append(walk.stop_finding(name, active))
     for check in index_checks:
         check.finish(walk, rep.last_offset)
 

@@ -25,7 +25,7 @@ MAX_SEGMENT_BYTES = 2**31 - 1  # a segment is smaller than 2 GiB, so no entry ca
 CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
 
 _ENTRY_HEAD = struct.Struct(">qiiB")  # offset, length, leader epoch or legacy crc, magic
-_V2_REST = struct.Struct(">IhiqqqhiI")  # crc, attributes, lastOffsetDelta, baseTs, maxTs, pid, epoch, seq, count
+_V2_REST = struct.Struct(">Ihiqqqhii")  # crc, attributes, lastOffsetDelta, baseTs, maxTs, pid, epoch, seq, count (signed, as Kafka reads it)
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 
