@@ -290,6 +290,11 @@ fail:
  * reference raises (past the end, or one continuation byte more than allowed). */
 static inline int varint(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end, int bits, int64_t *out)
 {
+    if (*pos < end && d[*pos] < 0x80) { /* one byte: most lengths, deltas and counts of a record */
+        uint64_t u = d[(*pos)++];
+        *out = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+        return 0;
+    }
     uint64_t u = 0;
     int shift = 0;
     Py_ssize_t p = *pos;
@@ -421,7 +426,8 @@ enum mode { ABSENT = -1, HIDDEN = 0, UTF8 = 1, JAVA = 2, HEX = 3 };
 struct out {
     char *p;
     size_t n, cap;
-    int failed; /* no memory, or something only the reference renders: the caller gets None */
+    int failed;   /* no memory, or something only the reference renders: the caller gets None */
+    int nonascii; /* a character beyond ASCII went out: the str is made by decoding, not by a copy */
 };
 
 static void put(struct out *o, const void *s, size_t n)
@@ -517,8 +523,13 @@ static void put_text(struct out *o, const unsigned char *p, Py_ssize_t n, enum m
     }
     Py_ssize_t run = 0; /* valid UTF-8 goes out as it is, in runs */
     for (Py_ssize_t i = 0; i < n;) {
+        if (i + 8 <= n && !(load64(p + i) & 0x8080808080808080ull)) { /* eight ASCII bytes */
+            i += 8;
+            continue;
+        }
         int len = p[i] < 0x80 ? 1 : utf8_len(p, i, n);
         if (len) {
+            o->nonascii |= len > 1;
             i += len;
             continue;
         }
@@ -549,6 +560,19 @@ static void json_init(void)
         JSON_PLAIN[c] = c != '"' && c != '\\';
 }
 
+/* Whether eight bytes are all JSON_PLAIN, a word at a time: none below 0x20 or above 0x7E, none a quote
+ * or a backslash (the bit tricks of "Bit Twiddling Hacks": a byte below n, above n, equal to zero). */
+#define ONES 0x0101010101010101ull
+#define HIGHS 0x8080808080808080ull
+static inline int json_plain8(uint64_t x)
+{
+    uint64_t below = (x - ONES * 0x20) & ~x & HIGHS;
+    uint64_t above = ((x + ONES * (127 - 0x7E)) | x) & HIGHS;
+    uint64_t quote = x ^ (ONES * '"'), backslash = x ^ (ONES * '\\');
+    uint64_t zero = ((quote - ONES) & ~quote & HIGHS) | ((backslash - ONES) & ~backslash & HIGHS);
+    return !(below | above | zero);
+}
+
 /* JSON: the string json.encoder's encode_basestring_ascii makes of what the decoder decoded (UTF8 and
  * JAVA), or the quoted hex; `null` for HIDDEN. */
 static void put_json(struct out *o, const unsigned char *p, Py_ssize_t n, enum mode m)
@@ -565,6 +589,10 @@ static void put_json(struct out *o, const unsigned char *p, Py_ssize_t n, enum m
     }
     Py_ssize_t run = 0;
     for (Py_ssize_t i = 0; i < n;) {
+        if (i + 8 <= n && json_plain8(load64(p + i))) {
+            i += 8;
+            continue;
+        }
         unsigned char c = p[i];
         if (JSON_PLAIN[c]) {
             i++;
@@ -771,12 +799,12 @@ static void json_record(struct out *o, const struct batch_args *a, const unsigne
     put(o, j->tail, (size_t)j->tail_len);
 }
 
-/* The rendered text as a str (None for the caller when it failed). JSON with every non-ASCII character
- * escaped is ASCII: copied into the str as it is, without the decoder's pass over it. */
-static PyObject *rendered(struct out *o, int status, int ascii)
+/* The rendered text as a str (None for the caller when it failed). ASCII text (JSON, with every other
+ * character escaped; text whose keys and values are ASCII) is copied into the str, without a decoder's pass. */
+static PyObject *rendered(struct out *o, int status)
 {
     PyObject *text = NULL;
-    if (status == 0 && !o->failed && ascii) {
+    if (status == 0 && !o->failed && !o->nonascii) {
         text = PyUnicode_New((Py_ssize_t)o->n, 127);
         if (text != NULL)
             memcpy(PyUnicode_DATA(text), o->p ? o->p : "", o->n);
@@ -804,7 +832,7 @@ static PyObject *k_render_text(PyObject *self, PyObject *args)
     }
     int status = each_record(&o, &a, text_record, &t);
     PyBuffer_Release(&a.b);
-    PyObject *text = rendered(&o, status, 0);
+    PyObject *text = rendered(&o, status);
     if (text == NULL) {
         Py_DECREF(t.gaps);
         if (PyErr_Occurred())
@@ -824,7 +852,7 @@ static PyObject *k_render_json(PyObject *self, PyObject *args)
     struct out o = {0};
     int status = each_record(&o, &a, json_record, &j);
     PyBuffer_Release(&a.b);
-    PyObject *text = rendered(&o, status, 1);
+    PyObject *text = rendered(&o, status);
     if (text == NULL && !PyErr_Occurred())
         Py_RETURN_NONE;
     return text;

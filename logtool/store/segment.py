@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 # page cache, so a broker reading the same file loses nothing.
 RELEASE_EVERY = 32 << 20
 FIRST_RUN = 64 << 10  # the bytes of batches the kernel checks in its first run of a walk
+# ... and at most in any run: the batches a lens reads after the kernel checked them are still in the CPU's
+# cache (a deep verify of 1 GB: 0.53 s with runs of up to 32 MiB, 0.40 s with these)
+LONGEST_RUN = 256 << 10
 
 
 def _release(buf, start: int, end: int) -> int:
@@ -160,8 +163,8 @@ class Segment:
         brought up to the end of each run before it is handed out.
 
         The compiled kernel, where there is one, walks the runs of plain valid v2 batches, each up to
-        twice as many bytes as the one before (a seek that wants one batch checks few) and never past the
-        next release mark; every other entry is read here, so each stop keeps its reason and its words.
+        twice as many bytes as the one before (a seek that wants one batch checks few), at most LONGEST_RUN
+        and never past the next release mark; every other entry is read here, so each stop keeps its reason and its words.
         """
         buf, end = self.buf, self.size
         walk = result if result is not None else WalkOutcome(end)
@@ -178,7 +181,7 @@ class Segment:
             if fast is not None:
                 views, stopped = fast.frames(BatchView, buf, pos, end, min(run, every - (pos - released)))
                 if views:
-                    run *= 2
+                    run = min(run * 2, LONGEST_RUN)
                     walk.valid_bytes = pos = stopped
                     walk.batches += len(views)
                     yield views
