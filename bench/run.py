@@ -82,8 +82,10 @@ def measured(*args: str, env: dict[str, str] | None = None) -> dict:
     added to the environment)."""
     environment = child_env(env)
     t = time.perf_counter()
+    # Started outside the checkout: `-c` puts the working directory first on sys.path, which would shadow a
+    # PYTHONPATH naming another revision (BENCH_BASELINE).
     proc = subprocess.run([sys.executable, "-c", MEASURED_CHILD, *args], stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, text=True, env=environment)
+                          stderr=subprocess.PIPE, text=True, env=environment, cwd="/")
     seconds = time.perf_counter() - t
     *messages, peak_kb = proc.stderr.split("\n")[:-1]
     return {"seconds": round(seconds, 3), "max_rss_mb": round(int(peak_kb) / 1024, 1), "exit": proc.returncode,
