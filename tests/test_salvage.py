@@ -178,3 +178,24 @@ def test_a_crc_failed_batch_shows_its_records_marked_unverified():
     i = next(i for i, line in enumerate(text) if line.startswith("baseOffset: 466 lastOffset: 471"))
     assert "isvalid: false" in text[i] and text[i + 1].startswith("| offset: 466 ")
     assert "logtool: the batch at byte 1325 of 00000000000000000457.log fails its CRC" in p.stderr
+
+
+def test_a_flipped_length_bit_does_not_hide_the_batches_it_now_covers(tmp_path):
+    """A bit flipped in a batch's length field fails its CRC and makes it cover the batches after it: salvage
+    skips its bytes up to the next batch that validates and reads on from there, rather than trusting the
+    damaged length and skipping past the whole batches it swallowed (found by hypothesis)."""
+    src = kafka_case("v2-idempotent-txn") / "00000000000000000288.log"
+    data = bytearray(src.read_bytes())
+    with Segment(src, 288) as seg:
+        views = list(seg.walk())
+    victim, after = views[3], views[4:6]
+    data[victim.position + 10] ^= 0x01  # the length field's third byte: 256 bytes longer
+    part = tmp_path / "payments-0"
+    part.mkdir()
+    (part / src.name).write_bytes(data)
+    rc, out, _ = dump(part, "--salvage", "--batches-only", "--format", "jsonl")
+    events = objects(out)
+    read = [o["position"] for o in events if o["type"] == "batch"]
+    assert all(v.position in read for v in after), (read, [v.position for v in after])
+    skipped = [(o["start"], o["end"]) for o in events if o["type"] == "skipped"]
+    assert (victim.position, after[0].position) in skipped and rc == 4

@@ -129,6 +129,29 @@ static uint32_t crc32c_sw(const unsigned char *p, size_t n)
 }
 
 #ifdef HAVE_X86
+/* The blocks of three lanes of `block` bytes each, while they last: the CRC state after them. */
+__attribute__((target("sse4.2"))) static inline uint64_t three_lanes(uint64_t c0, const unsigned char **at, size_t *n,
+                                                                     size_t block, uint32_t shift[4][256])
+{
+    const unsigned char *p = *at;
+    while (*n >= 3 * block) {
+        uint64_t c1 = 0, c2 = 0;
+        const unsigned char *stop = p + block;
+        do {
+            c0 = _mm_crc32_u64(c0, load64(p));
+            c1 = _mm_crc32_u64(c1, load64(p + block));
+            c2 = _mm_crc32_u64(c2, load64(p + 2 * block));
+            p += 8;
+        } while (p < stop);
+        c0 = shift_by(shift, (uint32_t)c0) ^ (uint32_t)c1;
+        c0 = shift_by(shift, (uint32_t)c0) ^ (uint32_t)c2;
+        p += 2 * block;
+        *n -= 3 * block;
+    }
+    *at = p;
+    return c0;
+}
+
 __attribute__((target("sse4.2"))) static uint32_t crc32c_hw(const unsigned char *p, size_t n)
 {
     uint64_t c0 = 0xffffffffu;
@@ -136,34 +159,8 @@ __attribute__((target("sse4.2"))) static uint32_t crc32c_hw(const unsigned char 
         c0 = _mm_crc32_u8((uint32_t)c0, *p++);
         n--;
     }
-    while (n >= 3 * LONG_BLOCK) {
-        uint64_t c1 = 0, c2 = 0;
-        const unsigned char *stop = p + LONG_BLOCK;
-        do {
-            c0 = _mm_crc32_u64(c0, load64(p));
-            c1 = _mm_crc32_u64(c1, load64(p + LONG_BLOCK));
-            c2 = _mm_crc32_u64(c2, load64(p + 2 * LONG_BLOCK));
-            p += 8;
-        } while (p < stop);
-        c0 = shift_by(long_shift, (uint32_t)c0) ^ (uint32_t)c1;
-        c0 = shift_by(long_shift, (uint32_t)c0) ^ (uint32_t)c2;
-        p += 2 * LONG_BLOCK;
-        n -= 3 * LONG_BLOCK;
-    }
-    while (n >= 3 * SHORT_BLOCK) {
-        uint64_t c1 = 0, c2 = 0;
-        const unsigned char *stop = p + SHORT_BLOCK;
-        do {
-            c0 = _mm_crc32_u64(c0, load64(p));
-            c1 = _mm_crc32_u64(c1, load64(p + SHORT_BLOCK));
-            c2 = _mm_crc32_u64(c2, load64(p + 2 * SHORT_BLOCK));
-            p += 8;
-        } while (p < stop);
-        c0 = shift_by(short_shift, (uint32_t)c0) ^ (uint32_t)c1;
-        c0 = shift_by(short_shift, (uint32_t)c0) ^ (uint32_t)c2;
-        p += 2 * SHORT_BLOCK;
-        n -= 3 * SHORT_BLOCK;
-    }
+    c0 = three_lanes(c0, &p, &n, LONG_BLOCK, long_shift);
+    c0 = three_lanes(c0, &p, &n, SHORT_BLOCK, short_shift);
     while (n >= 8) {
         c0 = _mm_crc32_u64(c0, load64(p));
         p += 8;

@@ -20,6 +20,7 @@ from logtool.format.kraft import control_value
 from logtool.format.records import (ControlRecord, Record, RecordError, batch_payload, iter_records, parse_control,
                                     payload_records)
 from logtool.store.partition import Partition
+from logtool.reads.decoders import PIECE
 from logtool.reads.salvage import next_batch
 from logtool.rules.offsets import offsets_go_back
 from logtool.store.seek import SeekError, seek_offset, seek_timestamp
@@ -112,6 +113,20 @@ class PackedRecords:
 
     def __iter__(self):
         return payload_records(self.payload, self.view)
+
+    def rendered(self, form: str, modes: tuple[int | None, int | None], *rest):
+        """The records as the kernel renders them: `form` "text" (render_text: the lines, the last offset,
+        the gaps; `rest` is the offset before) or "json" (render_json: the objects; `rest` the batch part and
+        whether the batch is unverified). None where the kernel does not render them: a decoder it does not
+        know (a mode of None), or bytes only the decoder words."""
+        fast = kernel.KERNEL
+        if fast is None or None in modes:
+            return None
+        v = self.view
+        render = fast.render_text if form == "text" else fast.render_json
+        return render(self.payload, self.count, v.base_offset, v.first_timestamp,
+                      v.max_timestamp if v.attributes & 0x08 else None, v.base_sequence, v.timestamp_type, *modes,
+                      PIECE, *rest)
 
 
 def _packed(buf, view: BatchView) -> PackedRecords | None:
@@ -219,6 +234,8 @@ def read_range(part: Partition, p: RangePlan, stats: Stats, salvage: bool = Fals
                 bad = walk.stop_view
                 # Its framing holds, only its checksum fails (a flipped bit, most often).
                 crc_only = walk.stop.reason == "CRC_MISMATCH" and bad is not None
+                if crc_only and salvage and _swallows_a_batch(seg, bad):
+                    crc_only = False  # its length is as damaged as the rest: salvage reads the batch inside it
                 if not (salvage or (crc_only and past_crc)):
                     break
                 skip_from = walk.stop.position
@@ -240,6 +257,13 @@ def read_range(part: Partition, p: RangePlan, stats: Stats, salvage: bool = Fals
                 position = resume
             if not started:  # a segment the range passes through is announced even when it adds nothing
                 yield SegmentStart(seg)
+
+
+def _swallows_a_batch(seg: Segment, bad: BatchView) -> bool:
+    """Whether a valid batch starts inside a batch whose CRC fails: its length field is no more trustworthy
+    than the rest of it (a flipped bit there makes it cover the batches after it)."""
+    inside = next_batch(seg.buf, bad.position + 1, seg.size, seg.base_offset)
+    return inside is not None and inside < bad.position + bad.size
 
 
 def _in_range(view: BatchView, first: int, last: int) -> bool:

@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterable, Iterator
 from json.encoder import encode_basestring_ascii as _string  # json.dumps of one str, without its overhead
 from typing import TextIO
 
-from logtool.format import kernel
 from logtool.reads.decoders import PIECE, Decoder, kernel_mode
 from logtool.format.batch import BatchView
 from logtool.reads.ranges import Anomaly, BatchRead, Control, Damage, Event, PackedRecords, Skipped
@@ -130,15 +129,9 @@ def objects(events: Iterable[Event], key: Decoder, value: Decoder) -> Iterable["
 
 
 def _compiled_lines(ev: BatchRead, modes: tuple[int | None, int | None], tail: str) -> str | None:
-    """The record objects of a packed batch as the kernel renders them (one per line); None where the kernel
-    does not render them (a decoder it does not know, bytes only the decoder words)."""
-    records = ev.records
-    if not isinstance(records, PackedRecords) or kernel.KERNEL is None or None in modes:
-        return None
-    v = records.view
-    return kernel.KERNEL.render_json(records.payload, records.count, v.base_offset, v.first_timestamp,
-                                     v.max_timestamp if v.attributes & 0x08 else None, v.base_sequence,
-                                     v.timestamp_type, *modes, LARGE, tail, ev.unverified)
+    """The record objects of a packed batch as the kernel renders them (one per line); None where the
+    reference renders them."""
+    return ev.records.rendered("json", modes, tail, ev.unverified) if isinstance(ev.records, PackedRecords) else None
 
 
 def _control(c: Control) -> str:

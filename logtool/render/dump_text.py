@@ -14,7 +14,6 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import TextIO
 
-from logtool.format import kernel
 from logtool.reads.decoders import NOT_SHOWN, PIECE as LARGE, Decoder, kernel_mode
 from logtool.format.batch import BatchView
 from logtool.format.records import Record
@@ -164,14 +163,8 @@ def render(events: Iterable[Event], out: TextIO, key: Decoder | None, value: Dec
 
 def _compiled_lines(ev: BatchRead, modes: tuple[int | None, int | None], previous: int) -> tuple | None:
     """The record lines of a packed batch as the kernel renders them, the last offset and the offset gaps;
-    None where the kernel does not render them (a decoder it does not know, bytes only the decoder words)."""
-    records = ev.records
-    if not isinstance(records, PackedRecords) or kernel.KERNEL is None or None in modes:
-        return None
-    v = records.view
-    return kernel.KERNEL.render_text(records.payload, records.count, v.base_offset, v.first_timestamp,
-                                     v.max_timestamp if v.attributes & 0x08 else None, v.base_sequence,
-                                     v.timestamp_type, *modes, LARGE, previous)
+    None where the reference renders them."""
+    return ev.records.rendered("text", modes, previous) if isinstance(ev.records, PackedRecords) else None
 
 
 def file_dump_lines(d: FileDump) -> list[str]:
