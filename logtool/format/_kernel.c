@@ -796,8 +796,8 @@ static void json_record(struct out *o, const struct batch_args *a, const unsigne
     put(o, j->tail, (size_t)j->tail_len);
 }
 
-/* The rendered text as a str (None for the caller when it failed). ASCII text (JSON, with every other
- * character escaped; text whose keys and values are ASCII) is copied into the str, without a decoder's pass. */
+/* The rendered text as a str (None for the caller when it failed). ASCII text (keys and values that are
+ * ASCII) is copied into the str, without a decoder's pass. */
 static PyObject *rendered(struct out *o, int status)
 {
     PyObject *text = NULL;
@@ -849,10 +849,12 @@ static PyObject *k_render_json(PyObject *self, PyObject *args)
     struct out o = {0};
     int status = each_record(&o, &a, json_record, &j);
     PyBuffer_Release(&a.b);
-    PyObject *text = rendered(&o, status);
-    if (text == NULL && !PyErr_Occurred())
+    /* ASCII bytes (every other character is escaped): the writer puts them beneath its text layer */
+    PyObject *lines = status == 0 && !o.failed ? PyBytes_FromStringAndSize(o.p ? o.p : "", (Py_ssize_t)o.n) : NULL;
+    PyMem_RawFree(o.p);
+    if (lines == NULL && !PyErr_Occurred())
         Py_RETURN_NONE;
-    return text;
+    return lines;
 }
 
 static PyObject *k_crc32c(PyObject *self, PyObject *obj)
@@ -881,7 +883,7 @@ static PyMethodDef kernel_methods[] = {
                "value_mode, large, previous) -> (lines, last offset, [(offset, next offset), ...]) or None")},
     {"render_json", k_render_json, METH_VARARGS,
      PyDoc_STR("render_json(payload, count, base_offset, base_ts, append_ts, base_seq, ts_type, key_mode, "
-               "value_mode, large, tail, unverified) -> lines or None")},
+               "value_mode, large, tail, unverified) -> ASCII lines (bytes) or None")},
     {"crc32c", k_crc32c, METH_O, PyDoc_STR("crc32c(data) -> int")},
     {"hardware_crc", k_hardware_crc, METH_NOARGS, PyDoc_STR("hardware_crc() -> whether SSE4.2's crc32 is used")},
     {NULL, NULL, 0, NULL},

@@ -116,8 +116,8 @@ class PackedRecords:
 
     def rendered(self, form: str, modes: tuple[int | None, int | None], *rest):
         """The records as the kernel renders them: `form` "text" (render_text: the lines, the last offset,
-        the gaps; `rest` is the offset before) or "json" (render_json: the objects; `rest` the batch part and
-        whether the batch is unverified). None where the kernel does not render them: a decoder it does not
+        the gaps; `rest` is the offset before) or "json" (render_json: the objects as ASCII bytes; `rest` the
+        batch part and whether the batch is unverified). None where the kernel does not render them: a decoder it does not
         know (a mode of None), or bytes only the decoder words."""
         fast = kernel.KERNEL
         if fast is None or None in modes:

@@ -10,6 +10,7 @@ is about a third of a dump's time (`make bench`, bench/results/dump.md).
 """
 from __future__ import annotations
 
+import codecs
 import json
 from collections.abc import Callable, Iterable, Iterator
 from json.encoder import encode_basestring_ascii as _string  # json.dumps of one str, without its overhead
@@ -58,17 +59,34 @@ def _large_record(head: str, rest: str, k: bytes | None, val: bytes | None, key:
     yield "," + rest
 
 
-def _write(out: TextIO, text: "str | Pieces") -> None:
+def _write(out: TextIO, text: "str | bytes | Pieces") -> None:
     if isinstance(text, Pieces):
         for piece in text.parts:
             out.write(piece)
+    elif isinstance(text, bytes):
+        _write_ascii(out, text)
     else:
         out.write(text)
 
 
-def objects(events: Iterable[Event], key: Decoder, value: Decoder) -> Iterable["str | Pieces"]:
-    """One JSON text per object, batch by batch (several records' lines joined in one string; a record too
-    large for that as its own Pieces)."""
+def _write_ascii(out: TextIO, data: bytes) -> None:
+    """Objects the kernel rendered (ASCII bytes): straight into the binary buffer beneath a text stream whose
+    encoding writes ASCII as itself, after what the stream holds (JSON Lines of a 1 GB segment are 5 GB: a
+    pass less over them); decoded for any other stream."""
+    buffer = getattr(out, "buffer", None)
+    if buffer is None or codecs.lookup(out.encoding).name not in _ASCII_AS_ITSELF:
+        out.write(data.decode("ascii"))
+        return
+    out.flush()
+    buffer.write(data)
+
+
+_ASCII_AS_ITSELF = {"utf-8", "ascii", "iso8859-1", "cp1252"}
+
+
+def objects(events: Iterable[Event], key: Decoder, value: Decoder) -> Iterable["str | bytes | Pieces"]:
+    """One JSON text per object, batch by batch (several records' lines joined in one string, or ASCII bytes
+    where the kernel rendered them; a record too large for that as its own Pieces)."""
     kj, vj = key.json_fragment, value.json_fragment
     modes = (kernel_mode(key), kernel_mode(value))
     for ev in events:
@@ -128,7 +146,7 @@ def objects(events: Iterable[Event], key: Decoder, value: Decoder) -> Iterable["
                           "end": ev.end, "bytes": ev.end - ev.start, "resumed": ev.resumed})
 
 
-def _compiled_lines(ev: BatchRead, modes: tuple[int | None, int | None], tail: str) -> str | None:
+def _compiled_lines(ev: BatchRead, modes: tuple[int | None, int | None], tail: str) -> bytes | None:
     """The record objects of a packed batch as the kernel renders them (one per line); None where the
     reference renders them."""
     return ev.records.rendered("json", modes, tail, ev.unverified) if isinstance(ev.records, PackedRecords) else None
@@ -154,6 +172,7 @@ def write_document(events: Iterable[Event], out: TextIO, key: Decoder, value: De
     sep = "\n"
     for text in objects(events, key, value):
         out.write(sep)
-        _write(out, text if isinstance(text, Pieces) else text.replace("\n", ",\n"))
+        _write(out, text if isinstance(text, Pieces) else
+               text.replace(b"\n", b",\n") if isinstance(text, bytes) else text.replace("\n", ",\n"))
         sep = ",\n"
     out.write("\n]" + "".join(f",{_dumps(k)}:{_dumps(v)}" for k, v in tail().items()) + "}\n")
