@@ -414,3 +414,21 @@ def test_rendered_records_are_the_reference_s_bytes(fast, monkeypatch, records, 
     with kernel.pure():
         reference_json = list(dump_json.objects([ev_list], key, value))
     assert compiled_json == reference_json
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16", None])
+def test_kernel_json_lines_reach_any_stream_in_order(encoding):
+    """The kernel's ASCII bytes go beneath a text stream whose encoding writes ASCII as itself, after what the
+    stream holds; any other stream (UTF-16, no buffer at all) gets them as text."""
+    import io
+
+    from logtool.render.dump_json import _write
+
+    raw = io.BytesIO()
+    out = io.StringIO() if encoding is None else io.TextIOWrapper(raw, encoding=encoding)
+    _write(out, "before\n")
+    _write(out, b'{"a":1}\n{"b":2}')
+    _write(out, "\nafter\n")
+    out.flush()
+    text = out.getvalue() if encoding is None else raw.getvalue().decode(encoding)
+    assert text == 'before\n{"a":1}\n{"b":2}\nafter\n'

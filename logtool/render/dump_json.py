@@ -73,8 +73,8 @@ def _write_ascii(out: TextIO, data: bytes) -> None:
     """Objects the kernel rendered (ASCII bytes): straight into the binary buffer beneath a text stream whose
     encoding writes ASCII as itself, after what the stream holds (JSON Lines of a 1 GB segment are 5 GB: a
     pass less over them); decoded for any other stream."""
-    buffer = getattr(out, "buffer", None)
-    if buffer is None or codecs.lookup(out.encoding).name not in _ASCII_AS_ITSELF:
+    buffer, encoding = getattr(out, "buffer", None), getattr(out, "encoding", None)
+    if buffer is None or not encoding or codecs.lookup(encoding).name not in _ASCII_AS_ITSELF:
         out.write(data.decode("ascii"))
         return
     out.flush()
