@@ -50,11 +50,10 @@ def check_records(buf, view: BatchView, sink: Sink) -> int:
 
 
 def _clean_count(buf, view: BatchView) -> int:
-    """How many records the compiled kernel finds in a v2 data batch where no check below would report
+    """How many records the compiled kernel finds in a v2 data batch where no check above would report
     anything; -1 where one would, or where the payload cannot be had: the reference then says why."""
-    check_ts = not view.attributes & 0x48  # CreateTime and no delete horizon, as in the loop below
     try:
-        return kernel.KERNEL.clean_records(batch_payload(buf, view), view.count, view.base_offset, view.last_offset,
-                                           view.first_timestamp, view.max_timestamp, True, check_ts)
-    except (RecordError, OverflowError):
+        payload = batch_payload(buf, view)
+    except RecordError:
         return -1
+    return kernel.clean_count(payload, view, checks=True)

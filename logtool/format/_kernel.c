@@ -375,6 +375,16 @@ static inline const unsigned char *field_bytes(const unsigned char *d, Py_ssize_
     return d + p;
 }
 
+/* The header at *at (a record the parser checked): its key's and value's bytes and lengths (-1: null);
+ * *at moves past it. */
+static void next_header(const unsigned char *d, Py_ssize_t *at, const unsigned char **key, Py_ssize_t *key_len,
+                        const unsigned char **value, Py_ssize_t *value_len)
+{
+    *key = field_bytes(d, *at, key_len);
+    *value = field_bytes(d, *key + *key_len - d, value_len);
+    *at = *value + (*value_len < 0 ? 0 : *value_len) - d;
+}
+
 static PyObject *k_clean_records(PyObject *self, PyObject *args)
 {
     PyObject *obj;
@@ -571,10 +581,10 @@ static inline int json_plain8(uint64_t x)
 }
 
 /* JSON: the string json.encoder's encode_basestring_ascii makes of what the decoder decoded (UTF8 and
- * JAVA), or the quoted hex; `null` for HIDDEN. */
+ * JAVA), or the quoted hex; `null` for HIDDEN and for a null field (n < 0). */
 static void put_json(struct out *o, const unsigned char *p, Py_ssize_t n, enum mode m)
 {
-    if (m == HIDDEN) {
+    if (m == HIDDEN || n < 0) { /* not shown, or a null field */
         put(o, "null", 4);
         return;
     }
@@ -711,15 +721,13 @@ static void text_record(struct out *o, const struct batch_args *a, const unsigne
     put_s(o, " sequence: ");
     put_i64(o, sequence_at(a->base_seq, r->offset_delta));
     put_s(o, " headerKeys: [");
-    Py_ssize_t at = r->headers_at, len;
+    Py_ssize_t at = r->headers_at, len, value_len;
+    const unsigned char *hk, *hv;
     for (int64_t h = 0; h < r->n_headers; h++) {
-        const unsigned char *key = field_bytes(d, at, &len);
+        next_header(d, &at, &hk, &len, &hv, &value_len);
         if (h)
             put(o, ",", 1);
-        put_text(o, key, len, JAVA); /* keys are Java Strings: not UTF-8 hands the batch back */
-        at = key + len - d;
-        const unsigned char *value = field_bytes(d, at, &len);
-        at = value + (len < 0 ? 0 : len) - d;
+        put_text(o, hk, len, JAVA); /* keys are Java Strings: not UTF-8 hands the batch back */
     }
     put(o, "]", 1);
     if (a->key_mode != ABSENT) {
@@ -760,31 +768,20 @@ static void json_record(struct out *o, const struct batch_args *a, const unsigne
     put_s(o, a->ts_type);
     put_s(o, j->unverified ? "\",\"unverified\":true,\"key\":" : "\",\"key\":");
     const unsigned char *key = field_bytes(d, r->key_at, &len);
-    if (len < 0)
-        put(o, "null", 4);
-    else
-        put_json(o, key, len, a->key_mode);
+    put_json(o, key, len, a->key_mode);
     put_s(o, ",\"value\":");
     const unsigned char *value = field_bytes(d, r->value_at, &len);
-    if (len < 0)
-        put(o, "null", 4);
-    else
-        put_json(o, value, len, a->value_mode);
+    put_json(o, value, len, a->value_mode);
     put_s(o, ",\"headers\":[");
-    Py_ssize_t at = r->headers_at;
+    Py_ssize_t at = r->headers_at, value_len;
+    const unsigned char *hk, *hv;
     for (int64_t h = 0; h < r->n_headers; h++) {
-        const unsigned char *hk = field_bytes(d, at, &len);
+        next_header(d, &at, &hk, &len, &hv, &value_len);
         put_s(o, h ? ",{\"key\":" : "{\"key\":");
         put_json(o, hk, len, UTF8);
-        at = hk + len - d;
-        const unsigned char *hv = field_bytes(d, at, &len);
         put_s(o, ",\"value\":");
-        if (len < 0)
-            put(o, "null", 4);
-        else
-            put_json(o, hv, len, a->value_mode);
+        put_json(o, hv, value_len, a->value_mode);
         put(o, "}", 1);
-        at = hv + (len < 0 ? 0 : len) - d;
     }
     put_s(o, "],\"key_size\":");
     put_i64(o, r->key_len);

@@ -28,6 +28,18 @@ def _load():
 KERNEL, WHY_PURE = _load()
 
 
+def clean_count(payload, view, checks: bool) -> int:
+    """How many records the kernel reads in a v2 batch's (uncompressed) payload: with `checks`, every check of
+    the deep check too (its timestamp check where the batch's times are CreateTime with no delete horizon);
+    without, only that they decode. -1 where the reference must answer: a record it would report, or a
+    header value an int64 does not hold."""
+    try:
+        return KERNEL.clean_records(payload, view.count, view.base_offset, view.last_offset, view.first_timestamp,
+                                    view.max_timestamp, checks, checks and not view.attributes & 0x48)
+    except OverflowError:
+        return -1
+
+
 @contextmanager
 def pure() -> Iterator[None]:
     """Run the block on the pure-Python reference (the tests hold both paths to the same answers)."""

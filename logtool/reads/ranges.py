@@ -117,8 +117,8 @@ class PackedRecords:
     def rendered(self, form: str, modes: tuple[int | None, int | None], *rest):
         """The records as the kernel renders them: `form` "text" (render_text: the lines, the last offset,
         the gaps; `rest` is the offset before) or "json" (render_json: the objects as ASCII bytes; `rest` the
-        batch part and whether the batch is unverified). None where the kernel does not render them: a decoder it does not
-        know (a mode of None), or bytes only the decoder words."""
+        batch part and whether the batch is unverified). None where the kernel does not render them: a
+        decoder it does not know (a mode of None), or bytes only the decoder words."""
         fast = kernel.KERNEL
         if fast is None or None in modes:
             return None
@@ -134,10 +134,9 @@ def _packed(buf, view: BatchView) -> PackedRecords | None:
     try:
         # A copy, as the reference's decode makes: a view into the mapping would keep it from being closed.
         payload = bytes(batch_payload(buf, view))
-        n = kernel.KERNEL.clean_records(payload, view.count, view.base_offset, view.last_offset,
-                                        view.first_timestamp, view.max_timestamp, False, False)
-    except (RecordError, OverflowError):
+    except RecordError:
         return None
+    n = kernel.clean_count(payload, view, checks=False)
     return PackedRecords(view, payload, n) if n >= 0 else None
 
 

@@ -2,11 +2,10 @@
 root files, read once with I/O errors as data."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from logtool.store.partition import symlinks_in
+from logtool.store.partition import listing, symlinks_in
 from logtool.store.sidefile import SideFile, read_side
 
 
@@ -20,8 +19,8 @@ class LogDir:
     @classmethod
     def from_path(cls, path: Path) -> "LogDir":
         """List the log dir. Raises OSError when it cannot be listed."""
-        names = sorted(os.listdir(path))
-        return cls(path, names, {n for n in names if (path / n).is_dir()}, symlinks_in(path, names))
+        entries = listing(path)
+        return cls(path, [e.name for e in entries], {e.name for e in entries if e.is_dir()}, symlinks_in(path, entries))
 
     def side(self, name: str) -> SideFile:
         return read_side(self.path / name)

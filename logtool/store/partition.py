@@ -21,9 +21,16 @@ def link_target(path: Path) -> str:
         return f"(unreadable link: {e.strerror or e})"
 
 
-def symlinks_in(directory: Path, names) -> dict[str, str]:
-    """Where each of these names of the directory points, for those that are symbolic links."""
-    return {n: link_target(directory / n) for n in names if (directory / n).is_symlink()}
+def listing(directory: Path) -> list[os.DirEntry]:
+    """The directory's entries in name order, from one scandir pass (their kinds come with their names).
+    Raises OSError when it cannot be listed."""
+    with os.scandir(directory) as entries:
+        return sorted(entries, key=lambda e: e.name)
+
+
+def symlinks_in(directory: Path, entries: list[os.DirEntry]) -> dict[str, str]:
+    """Where each of these entries of the directory points, for those that are symbolic links."""
+    return {e.name: link_target(directory / e.name) for e in entries if e.is_symlink()}
 
 
 _UNASKED = object()
@@ -52,16 +59,13 @@ class Partition:
     @classmethod
     def from_dir(cls, path: Path) -> "Partition":
         """Read the directory listing. Raises OSError when it cannot be listed."""
-        with os.scandir(path) as listing:  # one pass: the kinds of entries come with their names
-            entries = sorted((e for e in listing if not e.is_dir()), key=lambda e: e.name)
+        entries = [e for e in listing(path) if not e.is_dir()]
         files = {e.name: classify_file(e.name) for e in entries}
         segments = sorted(
             (Segment(path / n, f.base_offset) for n, f in files.items() if f.kind == FileKind.LOG),
             key=lambda s: s.base_offset,
         )
-        links = {e.name: link_target(path / e.name) for e in entries if e.is_symlink()}
-        return cls(path, parse_partition_dir(real_name(path)), segments, files,
-                   symlinks=links)
+        return cls(path, parse_partition_dir(real_name(path)), segments, files, symlinks=symlinks_in(path, entries))
 
     @classmethod
     def from_segment_file(cls, log_path: Path) -> "Partition":

@@ -164,7 +164,8 @@ class Segment:
 
         The compiled kernel, where there is one, walks the runs of plain valid v2 batches, each up to
         twice as many bytes as the one before (a seek that wants one batch checks few), at most LONGEST_RUN
-        and never past the next release mark; every other entry is read here, so each stop keeps its reason and its words.
+        and never past the next release mark; every other entry is read here, so each stop keeps its reason
+        and its words.
         """
         buf, end = self.buf, self.size
         walk = result if result is not None else WalkOutcome(end)
