@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from logtool.reads import decoders, file_dump
+from logtool.reads import decoders, file_dump, internal_topics
 from logtool.commands.failure import Failure
 from logtool.commands.options import parse_time
 from logtool.store.layout import PathKind, classify_path, is_records_file, parse_partition_dir
@@ -52,6 +52,13 @@ def _time(text: str | None) -> int | None:
 @click.option("--key-decoder", metavar="NAME", help="how keys are shown: string (text's default: Kafka's, bad UTF-8 as U+FFFD), utf8 (JSON's default: bad bytes "
               "escaped as \\xNN), hex, base64, json, none, or a plugin")
 @click.option("--value-decoder", metavar="NAME", help="how values and header values are shown (same names)")
+@click.option("--decoder", "record_decoder", type=click.Choice(["auto", "offsets", "transaction-log", "cluster-metadata",
+                                                                "plain"]),
+              help="decode an internal topic's keys and values as Kafka's schemas define them: offsets "
+                   "(__consumer_offsets), transaction-log (__transaction_state), cluster-metadata "
+                   "(__cluster_metadata and KRaft snapshots), auto (by the topic's name); plain: the key and value "
+                   "decoders. Text: kafka-dump-log's --offsets-decoder, --transaction-log-decoder, "
+                   "--cluster-metadata-decoder lines. [default: auto in JSON, plain in text]")
 @click.option("--salvage", is_flag=True, help="after damage, read on: a batch whose CRC fails is shown as its bytes read, "
               "marked unverified; bytes no batch starts in are skipped, marked")
 @click.option("--index-sanity-check", "sanity", is_flag=True,
@@ -61,7 +68,7 @@ def _time(text: str | None) -> int | None:
 @format_option
 def command(paths: tuple[Path, ...], from_offset: int | None, to_offset: int | None, from_time: str | None,
             to_time: str | None, max_records: int | None, batches_only: bool, print_data: bool,
-            key_decoder: str | None, value_decoder: str | None, salvage: bool, sanity: bool, verify_only: bool,
+            key_decoder: str | None, value_decoder: str | None, record_decoder: str | None, salvage: bool, sanity: bool, verify_only: bool,
             fmt: str) -> int:
     """Print the records of partition dirs, log dirs or .log files, from any offset or time range.
 
@@ -79,6 +86,11 @@ def command(paths: tuple[Path, ...], from_offset: int | None, to_offset: int | N
     # Text is kafka-dump-log's, bad UTF-8 included (U+FFFD); JSON keeps every byte visible (\\xNN).
     default = "string" if fmt == "text" else "utf8"
     key, value = _decoder(key_decoder or default), _decoder(value_decoder or default)
+    if record_decoder not in (None, "plain") and (key_decoder or value_decoder):
+        raise click.UsageError(f"--decoder {record_decoder} decodes keys and values itself: give it or "
+                               f"--key-decoder/--value-decoder, not both")
+    if record_decoder is None:
+        record_decoder = "plain" if fmt == "text" or key_decoder or value_decoder else "auto"
     start_ms, end_ms = _time(from_time), _time(to_time)
     if (from_offset is not None and to_offset is not None and to_offset < from_offset) or \
             (start_ms is not None and end_ms is not None and end_ms < start_ms):
@@ -90,7 +102,8 @@ def command(paths: tuple[Path, ...], from_offset: int | None, to_offset: int | N
     if ranged and side:
         raise click.UsageError(f"{', '.join(ranged)} applies to .log files and partition dirs, not to {side[0].name}")
     ask = _Ask(from_offset, to_offset, start_ms, end_ms, max_records, batches_only,
-               print_data or key_decoder is not None or value_decoder is not None, key, value, salvage, fmt)
+               print_data or key_decoder is not None or value_decoder is not None or record_decoder != "plain",
+               key, value, record_decoder, salvage, fmt)
     index_mode = "sanity" if sanity else "verify" if verify_only else "dump"
     codes = [_dump_file(t, fmt, index_mode) if t in side else _dump_records(t, ask) for t in targets]
     rc = max(codes, default=exitcodes.CLEAN)
@@ -111,6 +124,7 @@ class _Ask:
     show_data: bool  # text: keys and payloads too (as kafka-dump-log's --print-data-log, or a decoder named)
     key: decoders.Decoder
     value: decoders.Decoder
+    record_decoder: str  # a name of internal_topics.BY_NAME, "auto" (by topic name) or "plain" (key and value's)
     salvage: bool
     fmt: str
 
@@ -125,9 +139,18 @@ def _targets(path: Path) -> list[Path]:
     return [path]
 
 
+def _whole(path: Path, ask: _Ask) -> internal_topics.RecordDecoder | None:
+    """The decoder of whole records the command line asks for this PATH, None for the key and value's."""
+    if ask.record_decoder == "auto":
+        return internal_topics.for_path(path)
+    found = internal_topics.BY_NAME.get(ask.record_decoder)
+    return found() if found else None
+
+
 def _dump_records(path: Path, ask: _Ask) -> int:
     """The records of one partition dir, .log or KRaft snapshot, in the asked range and format."""
     fmt, key, value, batches_only = ask.fmt, ask.key, ask.value, ask.batches_only
+    whole = _whole(path, ask)
     try:
         # A KRaft snapshot is batches as a segment is, from offset 0 (kafka-dump-log reads it so too).
         part = Partition.from_segment_file(path) if is_records_file(path.name) and path.is_file() else \
@@ -153,14 +176,14 @@ def _dump_records(path: Path, ask: _Ask) -> int:
                 out.reconfigure(errors="backslashreplace")
             if fmt == "text":
                 show = ask.show_data
-                dump_text.render(events, out, key if show else None, value if show else None, sys.stderr)
+                dump_text.render(events, out, key if show else None, value if show else None, sys.stderr, whole)
             elif fmt == "jsonl":
-                dump_json.write_lines(events, out, key, value)
+                dump_json.write_lines(events, out, key, value, whole)
                 closing = _closing(p, stats, batches_only)
                 emit_jsonl([{"type": "summary", **closing.pop("summary"), **closing}])
             else:
                 head = {"path": str(path), "first_offset": p.first, "last_offset": p.last}
-                dump_json.write_document(events, out, key, value, head, lambda: _closing(p, stats, batches_only))
+                dump_json.write_document(events, out, key, value, head, lambda: _closing(p, stats, batches_only), whole)
     except OSError as e:
         if isinstance(e, BrokenPipeError):
             raise  # the reader went away: cli.main leaves quietly

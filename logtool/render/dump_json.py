@@ -14,11 +14,14 @@ import codecs
 import json
 from collections.abc import Callable, Iterable, Iterator
 from json.encoder import encode_basestring_ascii as _string  # json.dumps of one str, without its overhead
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from logtool.reads.decoders import PIECE, Decoder, kernel_mode
 from logtool.format.batch import BatchView
 from logtool.reads.ranges import Anomaly, BatchRead, Control, Damage, Event, PackedRecords, Skipped
+
+if TYPE_CHECKING:
+    from logtool.reads.internal_topics import RecordDecoder
 
 
 def _dumps(obj: object) -> str:
@@ -84,11 +87,12 @@ def _write_ascii(out: TextIO, data: bytes) -> None:
 _ASCII_AS_ITSELF = {"utf-8", "ascii", "iso8859-1", "cp1252"}
 
 
-def objects(events: Iterable[Event], key: Decoder, value: Decoder) -> Iterable["str | bytes | Pieces"]:
+def objects(events: Iterable[Event], key: Decoder, value: Decoder,
+            whole: RecordDecoder | None = None) -> Iterable["str | bytes | Pieces"]:
     """One JSON text per object, batch by batch (several records' lines joined in one string, or ASCII bytes
     where the kernel rendered them; a record too large for that as its own Pieces)."""
     kj, vj = key.json_fragment, value.json_fragment
-    modes = (kernel_mode(key), kernel_mode(value))
+    modes = (None, None) if whole is not None else (kernel_mode(key), kernel_mode(value))
     for ev in events:
         if isinstance(ev, BatchRead):
             v = ev.view
@@ -120,6 +124,10 @@ def objects(events: Iterable[Event], key: Decoder, value: Decoder) -> Iterable["
                 head = f'{{"type":"record","offset":{offset},"timestamp":{ts},"timestamp_type":"{ts_type}",{mark}'
                 rest = (f'"headers":{hs},"key_size":{-1 if k is None else len(k)},'
                         f'"value_size":{-1 if val is None else len(val)},"sequence":{seq},"control":{control}' + tail)
+                if whole is not None and controls is None:  # an internal topic's record: Kafka's objects
+                    ko, vo = whole.objects(offset, k, val)
+                    lines.append(head + f'"key":{_dumps(ko)},"value":{_dumps(vo)},' + rest)
+                    continue
                 if (k is not None and len(k) > LARGE) or (val is not None and len(val) > LARGE):
                     if lines:
                         yield "\n".join(lines)
@@ -158,19 +166,20 @@ def _control(c: Control) -> str:
                    "data": c.data})
 
 
-def write_lines(events: Iterable[Event], out: TextIO, key: Decoder, value: Decoder) -> None:
-    for text in objects(events, key, value):
+def write_lines(events: Iterable[Event], out: TextIO, key: Decoder, value: Decoder,
+                whole: RecordDecoder | None = None) -> None:
+    for text in objects(events, key, value, whole):
         _write(out, text)
         out.write("\n")
 
 
 def write_document(events: Iterable[Event], out: TextIO, key: Decoder, value: Decoder, head: dict,
-                   tail: Callable[[], dict]) -> None:
+                   tail: Callable[[], dict], whole: RecordDecoder | None = None) -> None:
     """One document, streamed: `head` fields, then "events" as they come, then the `tail` fields, known
     once the events are read."""
     out.write('{' + ",".join(f"{_dumps(k)}:{_dumps(v)}" for k, v in head.items()) + ',"events":[')
     sep = "\n"
-    for text in objects(events, key, value):
+    for text in objects(events, key, value, whole):
         out.write(sep)
         _write(out, text if isinstance(text, Pieces) else
                text.replace(b"\n", b",\n") if isinstance(text, bytes) else text.replace("\n", ",\n"))

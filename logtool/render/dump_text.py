@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Iterator
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from logtool.reads.decoders import NOT_SHOWN, PIECE as LARGE, Decoder, kernel_mode
 from logtool.format.batch import BatchView
@@ -20,6 +20,9 @@ from logtool.format.records import Record
 from logtool.reads.file_dump import FileDump
 from logtool.store.layout import BOOTSTRAP_CHECKPOINT, kraft_snapshot_id
 from logtool.reads.ranges import Anomaly, BatchRead, Control, Damage, Event, PackedRecords, SegmentStart, Skipped
+
+if TYPE_CHECKING:
+    from logtool.reads.internal_topics import RecordDecoder
 
 # Kafka's labels for KRaft control records whose value it prints as JSON (others: `controlType: NAME(id)`).
 _KRAFT_LABELS = {2: " LeaderChange: ", 3: " SnapshotHeader ", 4: " SnapshotFooter ", 5: " KRaftVersion ",
@@ -46,13 +49,14 @@ def batch_line(v: BatchView) -> str:
 
 
 def record_line(v: BatchView, r: Record, control: Control | None, key: Decoder | None,
-                value: Decoder | None) -> str:
-    """`printRecordMetadata` + `printControlRecord` + `printRecordContents`; `key`/`value` None: no data."""
-    return "".join(record_pieces(v, r, control, key, value))
+                value: Decoder | None, whole: RecordDecoder | None = None) -> str:
+    """`printRecordMetadata` + `printControlRecord` + `printRecordContents`; `key`/`value` None: no data;
+    `whole`: an internal topic's decoder, which shows key and value in place of `key`/`value`."""
+    return "".join(record_pieces(v, r, control, key, value, whole))
 
 
 def record_pieces(v: BatchView, r: Record, control: Control | None, key: Decoder | None,
-                  value: Decoder | None) -> Iterator[str]:
+                  value: Decoder | None, whole: RecordDecoder | None = None) -> Iterator[str]:
     """The record's line in pieces: a large key or value is decoded a piece at a time (over a MiB)."""
     parts = [f"| offset: {r.offset} {v.timestamp_type}: {r.timestamp} "
              f"keySize: {-1 if r.key is None else len(r.key)} valueSize: {-1 if r.value is None else len(r.value)}"]
@@ -64,7 +68,13 @@ def record_pieces(v: BatchView, r: Record, control: Control | None, key: Decoder
     if control is not None:
         parts.append(_control_part(control))
     yield "".join(parts)
-    if control is None and key is not None and value is not None:
+    if control is None and key is not None and value is not None and whole is not None:
+        k, val = whole.texts(r.offset, r.key, r.value)
+        if k is not None:
+            yield " key: " + k
+        if val is not None:
+            yield " payload: " + val
+    elif control is None and key is not None and value is not None:
         if r.key is not None and key.shown:
             yield " key: "
             yield from key.text_pieces(r.key) if len(r.key) > LARGE else (key.text(r.key),)
@@ -93,7 +103,8 @@ def _file_header(seg) -> str:
     return f"Log starting offset: {seg.base_offset}"
 
 
-def render(events: Iterable[Event], out: TextIO, key: Decoder | None, value: Decoder | None, err: TextIO) -> None:
+def render(events: Iterable[Event], out: TextIO, key: Decoder | None, value: Decoder | None, err: TextIO,
+           whole: RecordDecoder | None = None) -> None:
     """Write the events as kafka-dump-log's lines on `out` (its "Found N invalid bytes" line included, where
     its iterator ends quietly), and logtool's explanation of any damage, one `logtool:` line each, on `err`:
     stdout stays Kafka's. `key`/`value` None: record lines without keys and payloads. At the end, as Kafka's
@@ -101,7 +112,8 @@ def render(events: Iterable[Event], out: TextIO, key: Decoder | None, value: Dec
     gaps: dict[str, dict[int, int]] = {}  # segment (absolute path) -> previous offset -> the offset after it
     previous = -1
     kafka_died = False  # Kafka's tool threw: it never gets to its list of gaps
-    modes = (NOT_SHOWN, NOT_SHOWN) if key is None or value is None else (kernel_mode(key), kernel_mode(value))
+    modes = (NOT_SHOWN, NOT_SHOWN) if key is None or value is None else \
+        (None, None) if whole is not None else (kernel_mode(key), kernel_mode(value))
     for ev in events:
         if isinstance(ev, BatchRead):
             lines = [] if ev.continued else [batch_line(ev.view)]
@@ -128,11 +140,11 @@ def render(events: Iterable[Event], out: TextIO, key: Decoder | None, value: Dec
                     if (r.key is not None and len(r.key) > LARGE) or (r.value is not None and len(r.value) > LARGE):
                         out.write("".join(line + "\n" for line in lines))  # what came before, then this in pieces
                         lines = []
-                        for piece in record_pieces(ev.view, r, control, key, value):
+                        for piece in record_pieces(ev.view, r, control, key, value, whole):
                             out.write(piece)
                         out.write("\n")
                     else:
-                        lines.append(record_line(ev.view, r, control, key, value))
+                        lines.append(record_line(ev.view, r, control, key, value, whole))
             if lines:
                 out.write("\n".join(lines) + "\n")
             if ev.problem is not None:

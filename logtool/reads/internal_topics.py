@@ -1,0 +1,246 @@
+"""Decoders for the records of Kafka's internal topics, as kafka-dump-log's `--offsets-decoder`,
+`--transaction-log-decoder` and `--cluster-metadata-decoder` show them (DumpLogSegments.java's
+`OffsetsMessageParser`, `TransactionLogMessageParser`, `ClusterMetadataLogMessageParser`).
+
+A coordinator record's key is an int16 record type and the key message; its value an int16 version and the
+value message of that type, or null (a tombstone). Kafka prints the key as `{"type":"<type>","data":{...}}`
+and the value as `{"version":"<version>","data":{...}}` (both numbers as strings), `<DELETE>` for a
+tombstone. A metadata record has no key; its value is framed (frame version 1, record type, version, each an
+unsigned varint) and printed as `{"type":"TOPIC_RECORD","version":0,"data":{...}}`. What cannot be decoded
+is printed in Kafka's words (`Unknown record type ...`, `Error at offset ...`) and, in JSON, kept as its
+bytes beside the reason: never dropped.
+"""
+from __future__ import annotations
+
+import base64
+import re
+import struct
+from functools import cache
+
+from logtool.format.messages import Message, MessageError, jackson, jsonable, parse
+from logtool.format.varint import VarintError, read_unsigned_varint
+from logtool.store.layout import BOOTSTRAP_CHECKPOINT, kraft_snapshot_id, parse_partition_dir
+
+_INT16 = struct.Struct(">h")
+
+
+class RecordDecoder:
+    """Decodes a record's key and value together (a value's schema may depend on its key)."""
+
+    name = ""
+
+    def decoded(self, offset: int, key: bytes | None, value: bytes | None) -> tuple[object, object, str | None]:
+        """(key object, value object, what went wrong or None). An object is a str for Kafka's fixed texts
+        (`<DELETE>`), a dict for a decoded message, None where Kafka prints nothing."""
+        raise NotImplementedError
+
+    def texts(self, offset: int, key: bytes | None, value: bytes | None) -> tuple[str | None, str | None]:
+        """What kafka-dump-log prints after ` key: ` and ` payload: ` (None: that part is not printed)."""
+        k, v, _error = self.decoded(offset, key, value)
+        return _text(k), _text(v)
+
+    def objects(self, offset: int, key: bytes | None, value: bytes | None) -> tuple[object, object]:
+        """The key and value for JSON output: Kafka's objects, null for a null key or value; what cannot be
+        decoded as {"error": Kafka's words, "base64": its bytes}."""
+        k, v, error = self.decoded(offset, key, value)
+        if error is not None:
+            return (_raw(key, error), _raw(value, None)) if k is not None else (_raw(key, None), _raw(value, error))
+        return (None if key is None else jsonable(k)), (None if value is None else jsonable(v))
+
+
+def _text(obj: object) -> str | None:
+    return obj if obj is None or isinstance(obj, str) else jackson(obj)
+
+
+def _raw(data: bytes | None, error: str | None) -> dict | None:
+    if data is None and error is None:
+        return None
+    out = {"error": error} if error is not None else {}
+    out["base64"] = None if data is None else base64.b64encode(data).decode("ascii")
+    return out
+
+
+@cache
+def _coordinator_schemas(module: str) -> tuple[dict[int, Message], dict[int, Message]]:
+    """Key and value messages by record type, from one schema module."""
+    from importlib import import_module
+
+    messages = parse(import_module(f"logtool.format.schemas.{module}").TEXT).values()
+    keys = {m.id: m for m in messages if m.name.endswith("Key")}
+    values = {m.id: m for m in messages if m.name.endswith("Value")}
+    return keys, values
+
+
+class _Coordinator(RecordDecoder):
+    module = ""
+
+    def decoded(self, offset, key, value):
+        if key is None:  # Kafka's parser throws this and the tool dies; logtool says it and goes on
+            text = f"Failed to decode message at offset {offset} using the specified decoder (message had a missing key)"
+            return text, None, text
+        keys, values = _coordinator_schemas(self.module)
+        try:
+            record_type = self._version(key, "key")
+            key_schema = keys.get(record_type)
+            if key_schema is None:
+                return f"Unknown record type {record_type} at offset {offset}, skipping.", None, \
+                    f"unknown record type {record_type}"
+            # A key's schema has one version (Kafka reads it at the record type, which changes nothing).
+            k = {"type": str(record_type), "data": self._read(key_schema, key, record_type, "key",
+                                                              key_schema.versions.low)}
+            if value is None:
+                return k, "<DELETE>", None
+            version = self._version(value, "value")
+            v = {"version": str(version), "data": self._value(values[record_type], value, version)}
+        except MessageError as e:
+            text = f"Error at offset {offset}, skipping. {e}"
+            return text, None, _explained(text, e)
+        return k, v, None
+
+    @staticmethod
+    def _version(data: bytes, name: str) -> int:
+        if len(data) < 2:
+            raise MessageError(f"Could not read version from {name}'s buffer.")
+        return _INT16.unpack_from(data)[0]
+
+    @staticmethod
+    def _read(schema: Message, data: bytes, version: int, name: str, at: int | None = None) -> dict:
+        """`schema` read after the int16 version, at `version` (or `at`); errors in Kafka's words."""
+        try:
+            obj, _end = schema.read(data, version if at is None else at, 2)
+        except MessageError as e:
+            raise MessageError(f"Could not read record with version {version} from {name}'s buffer due to: {e}.",
+                               e.detail) from None
+        return obj
+
+    def _value(self, schema: Message, data: bytes, version: int) -> dict:
+        return self._read(schema, data, version, "value")
+
+
+class Offsets(_Coordinator):
+    """`__consumer_offsets`: offset commits, classic group metadata (a consumer group's member subscriptions
+    and assignments decoded too, as Kafka does) and the newer consumer, share and streams group records."""
+
+    name = "offsets"
+    module = "group"
+
+    def _value(self, schema, data, version):
+        obj = super()._value(schema, data, version)
+        if schema.name == "GroupMetadataValue" and obj.get("protocolType") == "consumer":
+            for member in obj.get("members") or ():
+                for field, message in (("subscription", "ConsumerProtocolSubscription"),
+                                       ("assignment", "ConsumerProtocolAssignment")):
+                    member[field] = _consumer_protocol(message, member.get(field))
+        return obj
+
+
+def _consumer_protocol(message: str, data: object) -> object:
+    """A classic consumer's subscription or assignment: its own int16 version, then the message; the bytes
+    as they are where they do not hold one (Kafka keeps them so too)."""
+    if not isinstance(data, bytes) or len(data) < 2:
+        return data
+    schema = parse_consumer()[message]
+    version = _INT16.unpack_from(data)[0]
+    try:
+        obj, _end = schema.read(data, version, 2)
+    except MessageError:
+        return data
+    return obj
+
+
+@cache
+def parse_consumer() -> dict[str, Message]:
+    from logtool.format.schemas import consumer
+
+    return parse(consumer.TEXT)
+
+
+class TransactionLog(_Coordinator):
+    """`__transaction_state`: each transactional id's producer id and epoch, state, partitions, timestamps."""
+
+    name = "transaction-log"
+    module = "transaction"
+
+
+@cache
+def _metadata_schemas() -> dict[int, Message]:
+    from logtool.format.schemas import metadata
+
+    return {m.id: m for m in parse(metadata.TEXT).values()}
+
+
+def metadata_type_name(message: Message) -> str:
+    """Kafka's `MetadataRecordType` constant for a record: `TopicRecord` -> `TOPIC_RECORD`."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", message.name).upper()
+
+
+class ClusterMetadata(RecordDecoder):
+    """`__cluster_metadata` (and KRaft snapshots): every metadata record by its type name and version."""
+
+    name = "cluster-metadata"
+
+    def decoded(self, offset, key, value):
+        try:
+            obj = self.record(value)
+        except MessageError as e:
+            return None, f"Error at {offset}, skipping. {e}", _explained(f"Error at {offset}, skipping. {e}", e)
+        return None, obj, None
+
+    @staticmethod
+    def record(value: bytes | None) -> dict:
+        """The metadata record a value frames: {"type", "version", "data"}. Errors in Kafka's words
+        (`AbstractApiMessageSerde.read`), what went wrong inside a record in `detail`."""
+        if value is None:
+            raise MessageError("null", "the record has no value, which every metadata record has")
+        pos, header = 0, []
+        for what in ("frame version", "type", "version"):
+            try:
+                n, pos = read_unsigned_varint(value, pos, len(value))
+            except VarintError as e:
+                raise MessageError(f"Error while reading {what}", str(e)) from None
+            if n > 0x7FFF:
+                raise MessageError(f"Value for {what} was too large.")
+            header.append(n)
+        frame, api_key, version = header
+        if frame == 0:
+            raise MessageError("Could not deserialize metadata record with frame version 0. Note that upgrades from "
+                               "the preview release of KRaft in 2.8 to newer versions are not supported.")
+        if frame != 1:
+            raise MessageError(f"Could not deserialize metadata record due to unknown frame version {frame}"
+                               f"(only frame version 1 is supported)")
+        schema = _metadata_schemas().get(api_key)
+        if schema is None:
+            raise MessageError(f"org.apache.kafka.common.errors.UnsupportedVersionException: Unknown metadata id "
+                               f"{api_key}", f"record type {api_key} is none logtool knows")
+        try:
+            data, end = schema.read(value, version, pos)
+        except MessageError as e:
+            raise MessageError(f"Failed to deserialize record with type {api_key}", e.detail) from None
+        if end != len(value):
+            raise MessageError(f"Found {len(value) - end} byte(s) of garbage after {api_key}")
+        return {"type": metadata_type_name(schema), "version": version, "data": data}
+
+
+def _explained(text: str, e: MessageError) -> str:
+    """Kafka's words for JSON, with logtool's where Kafka's leave out what went wrong."""
+    return text if e.detail == str(e) else f"{text} ({e.detail})"
+
+
+BY_NAME: dict[str, type[RecordDecoder]] = {d.name: d for d in (Offsets, TransactionLog, ClusterMetadata)}
+_BY_TOPIC = {"__consumer_offsets": Offsets, "__transaction_state": TransactionLog, "__cluster_metadata": ClusterMetadata}
+
+
+def for_path(path) -> RecordDecoder | None:
+    """The decoder for what a partition dir, segment or KRaft snapshot holds, by its topic's name; None for
+    a topic that is not one of Kafka's internal ones."""
+    from pathlib import Path
+
+    p = Path(path).absolute()
+    if p.name == BOOTSTRAP_CHECKPOINT or kraft_snapshot_id(p.name) is not None:
+        return ClusterMetadata()
+    for name in (p.name, p.parent.name):
+        parsed = parse_partition_dir(name)
+        if parsed is not None:
+            found = _BY_TOPIC.get(parsed.topic)
+            return found() if found else None
+    return None
