@@ -30,9 +30,11 @@ class Group(Enum):
     INDEX = "index"
     PARTITION = "partition"
     LOG_DIR = "log_dir"
+    PRODUCERS = "producers"
 
 
-_GROUP_OF_CODE = {"1": Group.FRAMING, "2": Group.RECORDS, "3": Group.INDEX, "4": Group.PARTITION, "5": Group.LOG_DIR}
+_GROUP_OF_CODE = {"1": Group.FRAMING, "2": Group.RECORDS, "3": Group.INDEX, "4": Group.PARTITION, "5": Group.LOG_DIR,
+                  "6": Group.PRODUCERS}
 
 
 class Fix(Enum):
@@ -49,7 +51,7 @@ class Fix(Enum):
 
 # How many findings of one kind one file reports before the rest are counted in one line: per-entry and
 # per-record kinds can number in the millions on one damaged file.
-_CAP_OF_GROUP = {Group.FRAMING: 20, Group.RECORDS: 5, Group.INDEX: 5}
+_CAP_OF_GROUP = {Group.FRAMING: 20, Group.RECORDS: 5, Group.INDEX: 5, Group.PRODUCERS: 5}
 _COUNTED_AS = {Group.RECORDS: "records", Group.INDEX: "entries"}
 
 
@@ -252,6 +254,14 @@ KINDS: tuple[Kind, ...] = (
     Kind("LT515", "META_PROPERTIES_MISSING", W, "The log dir has no meta.properties. A ZooKeeper-mode broker writes a new one at start; a KRaft broker copies the ids of its other log dirs, and refuses to start if none has one.", "If this is a copy, restore meta.properties from the original; otherwise format the directory with kafka-storage.sh."),
     Kind("LT516", "META_PROPERTIES_INCONSISTENT", W, "meta.properties holds a field its version does not read (node.id in version 0, broker.id in version 1): it was edited by hand or written by another tool, and the broker ignores that field.", "Rewrite the file with the fields of its version: version=0 uses broker.id, version=1 uses node.id."),
     Kind("LT517", "TMP_LEFTOVER", I, "A .tmp copy of a checkpoint or metadata file: Kafka writes these files to .tmp and renames them, so a write was interrupted (a crash, or a copy taken mid-write). The broker reads the real file, the previous version, and overwrites the .tmp at its next write.", "Nothing to do."),
+    # -- producers, transactions and consumer offsets: what the batches say of the clients that wrote them
+    Kind("LT601", "PRODUCER_SEQUENCE_GAP", I, "An idempotent producer's sequence numbers skip ahead between two of its batches (same epoch): the batches in between are not in this log. Compaction and retention remove batches so; in a topic with neither, records were lost (an unclean leader election, a hand-cut log).", "In a topic without compaction, compare with another replica (`logtool audit --replicas`) to find the missing offsets."),
+    Kind("LT602", "PRODUCER_SEQUENCE_DUPLICATE", W, "An idempotent producer's batch repeats or goes back behind sequence numbers it already wrote in the same epoch. The leader refuses such appends, so these records were written twice or out of order by another path (a log copied or merged by hand, a replica that diverged).", "Find both copies with `logtool dump --from-offset`; consumers see the records twice."),
+    Kind("LT603", "PRODUCER_EPOCH_BACKWARDS", W, "A producer id writes with a lower epoch than it already wrote with: a fenced (zombie) producer's batches follow its successor's. The leader refuses them; on a replica they mean the log diverged from the leader's.", "Compare with another replica (`logtool audit --replicas`); check for two producers sharing a transactional.id."),
+    Kind("LT604", "PRODUCER_SNAPSHOT_MISMATCH", W, "A producer-state snapshot disagrees with the log it summarises (a producer's epoch, last sequence or last offset). The broker loads the snapshot and trusts it: it may then refuse a producer's next batch as out of order, or accept a duplicate.", "With the broker stopped, move the snapshot out of the partition directory: the broker rebuilds producer state from the log."),
+    Kind("LT605", "TRANSACTION_OPEN", I, "A transactional producer's batches at the log end have no commit or abort marker yet: a transaction in flight (or, in a copy, one that was in flight). read_committed consumers stop at its first offset until it ends.", "Nothing to do if the producer is alive; if the transaction never ends, see TRANSACTION_HANGING."),
+    Kind("LT606", "TRANSACTION_HANGING", W, "A transaction has been open longer than the transaction timeout before the partition's last record: its coordinator lost it (KIP-664's hanging transaction). The last stable offset cannot pass its first offset, so read_committed consumers are stuck there and the log cleaner cannot clean past it.", "Abort it with the `kafka-transactions.sh ... abort` command in the message (Kafka 3.0+), after checking with `kafka-transactions.sh find-hanging`."),
+    Kind("LT607", "CONSUMER_OFFSET_BACKWARDS", I, "In __consumer_offsets (checked with --deep), a group commits a lower offset for a topic partition than it had committed: its consumers read those records again. An offset reset does this on purpose; otherwise a late commit from a member that lost its partitions in a rebalance.", "Nothing to do for a reset; otherwise look at the group's rebalances around the commit's timestamp."),
 )
 
 BY_NAME = {k.name: k for k in KINDS}

@@ -12,10 +12,11 @@ from logtool.checks.checkpoints import check_partition_checkpoints
 from logtool.checks.logdir import LogDirReport, check_log_dir
 from logtool.checks.logdir_set import check_log_dir_set
 from logtool.checks.partition import PartitionReport, check_partition
+from logtool.checks.producers import DEFAULT_TRANSACTION_TIMEOUT_MS
 from logtool.store.segment import Lens
 from logtool.checks.shutdown import check_clean_shutdown
 from logtool.store.pacing import ReadPolicy
-from logtool.store.layout import PathKind, classify_path, parse_partition_dir, real_name
+from logtool.store.layout import PathKind, classify_path, is_records_file, parse_partition_dir, real_name
 from logtool.store.partition import Partition
 from logtool import exitcodes
 
@@ -77,8 +78,8 @@ def plan_targets(paths: list[Path], report: Report) -> list[Target]:
                 targets += [Target(p) for p in ld.partition_dirs]
             elif kind == PathKind.PARTITION_DIR:
                 targets.append(Target(path))
-            elif kind == PathKind.SEGMENT_FILE:
-                targets.append(Target(path, single_file=True))
+            elif kind == PathKind.SEGMENT_FILE or (is_records_file(path.name) and path.is_file()):
+                targets.append(Target(path, single_file=True))  # a .log, or a KRaft snapshot
             else:
                 # Nothing here can be checked: an operational error, like an unreadable path.
                 report.operational_error = True
@@ -106,13 +107,14 @@ def open_target(target: Target, reading: ReadPolicy | None = None) -> Partition 
     return part.read_under(reading)
 
 
-def check_target(target: Target, deep: bool, reading: ReadPolicy | None = None, lens: Lens | None = None) -> PartitionReport:
+def check_target(target: Target, deep: bool, reading: ReadPolicy | None = None, lens: Lens | None = None,
+                 transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS) -> PartitionReport:
     """Check one target, reading under `reading` and feeding `lens` every batch."""
     part = open_target(target, reading)
     if isinstance(part, PartitionReport):
         return part
     try:
-        return check_partition(part, deep, lens)
+        return check_partition(part, deep, lens, transaction_timeout_ms=transaction_timeout_ms)
     finally:
         part.close()
 
@@ -137,7 +139,8 @@ def segment_bytes(target: Target) -> int:
 
 
 def run_checks(paths: list[Path], deep: bool, bytes_known: Callable[[int], None] | None = None,
-               reading: ReadPolicy | None = None) -> Report:
+               reading: ReadPolicy | None = None,
+               transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS) -> Report:
     """Every check over PATHs; `bytes_known` is told how many segment bytes the walk will read."""
     report = Report()
     targets = plan_targets(paths, report)
@@ -145,7 +148,7 @@ def run_checks(paths: list[Path], deep: bool, bytes_known: Callable[[int], None]
     if bytes_known:
         bytes_known(sum(map(segment_bytes, targets)))
     for t in targets:
-        rep = check_target(t, deep, reading)
+        rep = check_target(t, deep, reading, transaction_timeout_ms=transaction_timeout_ms)
         if any(f.name == "UNREADABLE" for f in rep.all_findings()):
             report.operational_error = True
         report.partitions.append(rep)

@@ -7,12 +7,14 @@ from dataclasses import dataclass, field
 from logtool.findings import Finding, Severity, finding
 from logtool.checks.epochs import check_leader_epochs
 from logtool.checks.logdir import side_text
+from logtool.checks.consumer_offsets import check_commits
+from logtool.checks.producers import DEFAULT_TRANSACTION_TIMEOUT_MS, Replay, check_producers, check_snapshot
 from logtool.rules.transactions import TxnTracker
 from logtool.rules.facts import PartitionFacts, partition_facts
 from logtool.checks.segment import SegmentReport, check_segment
 from logtool.store.segment import Lens, Segment
 from logtool.format.meta import MetaError, partition_metadata, producer_snapshot
-from logtool.store.layout import FileKind
+from logtool.store.layout import FileKind, kraft_snapshot_id
 from logtool.store.partition import Partition
 
 # Files Kafka rewrites through a .tmp copy and an atomic rename (CheckpointFile, PartitionMetadataFile).
@@ -51,11 +53,12 @@ class PartitionReport:
 
 
 def check_partition(part: Partition, deep: bool, lens: Lens | None = None,
-                    lens_for: Callable[[Segment], Lens] | None = None) -> PartitionReport:
+                    lens_for: Callable[[Segment], Lens] | None = None,
+                    transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS) -> PartitionReport:
     """Every check of one partition. `lens` sees every batch of every segment; `lens_for` makes one more lens
     for each segment, fed in the same walk."""
     rep = check_segments(part, deep, range(len(part.segments)), lens, lens_for)
-    finish_partition(part, rep)
+    finish_partition(part, rep, transaction_timeout_ms)
     return rep
 
 
@@ -77,20 +80,39 @@ def check_segments(part: Partition, deep: bool, which: range, lens: Lens | None 
                 lenses = [x for x in (lens, lens_for(seg) if lens_for else None) if x is not None]
                 rep.segments.append(check_segment(seg, active=(i == last) and not part.single_file, deep=deep,
                                                   txns=txns, lenses=lenses,
-                                                  writer=part.writer if i == last else None))
+                                                  writer=part.writer if i == last else None, topic=part.topic))
         except OSError as e:
             rep.findings.append(finding("UNREADABLE", f"cannot read {seg.log_path.name}: {e.strerror or e}",
                                         seg.log_path.name))
+    if which.stop == len(part.segments) and not part.single_file:  # once per partition: with its last piece
+        rep.findings += _check_kraft_snapshots(part, deep)
     return rep
 
 
-def finish_partition(part: Partition, rep: PartitionReport) -> None:
+def _check_kraft_snapshots(part: Partition, deep: bool) -> list[Finding]:
+    """KRaft snapshots (`__cluster_metadata-0`'s `<offset>-<epoch>.checkpoint`) walked as segments are: they
+    are record batches, which the controller reads at start before the log."""
+    found = []
+    for name in sorted(n for n in part.files if kraft_snapshot_id(n) is not None):
+        try:
+            with Segment(part.path / name, 0) as seg:
+                found += check_segment(seg, active=False, deep=deep).findings
+        except OSError as e:
+            found.append(finding("UNREADABLE", f"cannot read {name}: {e.strerror or e}", name))
+    return found
+
+
+def finish_partition(part: Partition, rep: PartitionReport,
+                     transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS) -> None:
     """The checks across segments and of the files beside them, once every segment is in `rep`."""
     rep.facts = partition_facts(rep.segments)
     _check_segment_set(rep)
+    replay = check_producers(rep.segments, transaction_timeout_ms, rep.topic, rep.partition)
+    rep.findings += replay.findings
+    rep.findings += check_commits(rep.segments)
     if not part.single_file:
         _check_dir_name(part, rep)
-        _check_other_files(part, rep)
+        _check_other_files(part, rep, replay)
         if not part.segments:
             rep.findings.append(finding("NO_SEGMENTS", "the directory holds no segment; the broker starts the partition "
                                         "empty at its checkpointed log start offset", part.path.name))
@@ -136,7 +158,7 @@ def _check_segment_set(rep: PartitionReport) -> None:
             prev = seg
 
 
-def _check_other_files(part: Partition, rep: PartitionReport) -> None:
+def _check_other_files(part: Partition, rep: PartitionReport, replay: Replay) -> None:
     logs = {f.base_offset for f in part.files.values() if f.kind == FileKind.LOG}
     for name, f in part.files.items():
         if name in part.symlinks:
@@ -174,9 +196,12 @@ def _check_other_files(part: Partition, rep: PartitionReport) -> None:
                 rep.findings.append(finding(side.problem_kind, f"cannot read {name}: {side.error or 'it is gone'}", name))
             else:
                 try:
-                    producer_snapshot(side.data)
+                    entries = producer_snapshot(side.data)
                 except MetaError as e:
                     rep.findings.append(finding("PRODUCER_SNAPSHOT_INVALID", str(e), name))
+                else:
+                    if not rep.facts.recovery_cuts:  # past damage, what the log says is not what was written
+                        rep.findings += check_snapshot(name, f.base_offset, entries, replay)
             _check_snapshot_offset(name, f.base_offset, rep)
 
 

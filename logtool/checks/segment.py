@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from logtool.findings import Finding, Sink
 from logtool.rules.offsets import offsets_go_back
 from logtool.rules.transactions import TxnTracker
+from logtool.checks.consumer_offsets import TOPIC as CONSUMER_OFFSETS, CommitCheck
+from logtool.checks.producers import ProducerCheck, ProducerSpan
 from logtool.checks.index import OffsetIndexCheck, TimeIndexCheck, TxnIndexCheck
 from logtool.checks.records import check_records
 from logtool.format.batch import MAX_SEGMENT_BYTES, BatchView, codec_name
@@ -35,6 +37,10 @@ class SegmentReport:
     # (leader epoch, first offset, last offset) of each run of v2 batches stamped with one epoch, for the
     # leader-epoch-checkpoint check; a handful per segment, so it is gathered here rather than walked again.
     epoch_runs: list[tuple[int, int, int]] = field(default_factory=list)
+    # Producer id -> its batches in this segment, for the producer checks across segments (checks/producers.py).
+    producers: dict[int, ProducerSpan] = field(default_factory=dict)
+    # __consumer_offsets with --deep: each key's first and last commit here (checks/consumer_offsets.py).
+    commits: dict | None = None
 
     def to_dict(self) -> dict:
         return {
@@ -136,7 +142,8 @@ def _being_written(seg: Segment, walk: WalkOutcome) -> bool:
 
 
 def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | None = None,
-                  lenses: Sequence[Lens] = (), writer: Callable[[], int | None] | None = None) -> SegmentReport:
+                  lenses: Sequence[Lens] = (), writer: Callable[[], int | None] | None = None,
+                  topic: str | None = None) -> SegmentReport:
     """Walk one segment once; every lens sees every batch of the valid prefix. Raises OSError if unreadable.
 
     `txns` carries open transactions from the partition's earlier segments; without it the segment is
@@ -145,12 +152,14 @@ def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | Non
     `writer` names the running broker that may be appending to this segment (the partition's last), if any:
     it is asked only when the walk stops short."""
     name = seg.log_path.name
+    indexed = name.endswith(".log")
     rep = SegmentReport(name, seg.base_offset, seg.size)
     sink = Sink(name)
     rules = _BatchRules(seg, rep, sink)
     fed: list[Lens] = [rules]
     index_checks = []
-    for suffix, check in ((".index", OffsetIndexCheck), (".timeindex", TimeIndexCheck)):
+    # A KRaft snapshot (.checkpoint) is batches as a segment is, with no index beside it.
+    for suffix, check in ((".index", OffsetIndexCheck), (".timeindex", TimeIndexCheck)) if indexed else ():
         side = seg.side(suffix)
         rep.indexes[suffix[1:]] = side.size if side.exists else None
         if side.exists:
@@ -158,12 +167,18 @@ def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | Non
         elif seg.size:
             sink.add("INDEX_MISSING" if suffix == ".index" else "TIMEINDEX_MISSING", "no such file beside the segment",
                      file=side.name)
-    txn = seg.side(".txnindex")
-    if txn.exists:
+    txn = seg.side(".txnindex") if indexed else None
+    if txn is not None and txn.exists:
         rep.indexes["txnindex"] = txn.size
-    index_checks.append(TxnIndexCheck(txn, seg.base_offset, seg.buf,
-                                      txns if txns is not None else TxnTracker(history_complete=False), sink))
+    if txn is not None:
+        index_checks.append(TxnIndexCheck(txn, seg.base_offset, seg.buf,
+                                          txns if txns is not None else TxnTracker(history_complete=False), sink))
     fed += index_checks
+    producers = ProducerCheck(sink)
+    fed.append(producers)
+    commits = CommitCheck(seg.buf, sink) if deep and topic == CONSUMER_OFFSETS else None
+    if commits is not None:
+        fed.append(commits)
     fed += lenses
     if seg.size >= MAX_SEGMENT_BYTES:
         sink.add("SEGMENT_TOO_LARGE", f"{seg.size} bytes")
@@ -196,5 +211,8 @@ def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | Non
     for check in index_checks:
         check.finish(walk, rep.last_offset)
 
+    rep.producers = producers.spans
+    if commits is not None:
+        rep.commits = {"first": commits.first, "last": commits.last}
     rep.findings = sink.done()
     return rep

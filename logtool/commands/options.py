@@ -1,6 +1,8 @@
 """Options shared by several subcommands."""
 from __future__ import annotations
 
+import re
+
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -61,3 +63,21 @@ def parse_time(text: str) -> int:
 
 
 TIME_FORMS = "epoch ms or ISO-8601; a time without a zone is UTC, whatever TZ says"
+
+_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def parse_duration_ms(text: str) -> int:
+    """A duration as milliseconds: `900000` (ms), `900s`, `15m`, `1h`, `2d`."""
+    m = re.fullmatch(r"\s*(\d+)\s*(ms|s|m|min|h|d)?\s*", text)
+    if m is None:
+        raise click.BadParameter(f"{text!r} is not a duration (milliseconds, or a number with ms, s, m, h or d)")
+    return int(m.group(1)) * _UNITS_MS[m.group(2) or "ms"]
+
+
+def transaction_timeout_option(f):
+    return click.option(
+        "--transaction-timeout", "transaction_timeout_ms", default="15m", show_default=True, metavar="DURATION",
+        callback=lambda _ctx, _param, value: parse_duration_ms(value),
+        help="a transaction open longer than this before the partition's last record is reported as hanging "
+             "(TRANSACTION_HANGING); Kafka's transaction.max.timeout.ms caps every producer's at 15m by default")(f)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from logtool.findings import KINDS, Severity, lookup
 from logtool.commands.options import (deep_option, epilog, fail_on_option, format_option, max_read_rate_option,
-                                      spare_page_cache_option)
+                                      spare_page_cache_option, transaction_timeout_option)
 from logtool.commands.report import checked, emit
 from logtool.render.text import render_kind, render_verify
 from logtool.store.pacing import read_policy
@@ -40,13 +40,15 @@ def _explain(ctx: click.Context, _param, value: str | None) -> None:
 @max_read_rate_option
 @spare_page_cache_option(default=False)
 @click.option("--show-info", is_flag=True, help="also list info findings in text output")
+@transaction_timeout_option
 @click.option("--explain", metavar="CODE", callback=_explain, expose_value=False, is_eager=True,
               help="print the meaning and remedy of a finding code or name (or 'all') and exit")
 def command(paths, deep: bool, fmt: str, fail_on: str, max_read_rate: float | None, spare_page_cache: bool,
-            show_info: bool) -> int:
+            show_info: bool, transaction_timeout_ms: int) -> int:
     """Check every CRC and invariant of log dirs, partition dirs or .log files, as Kafka's recovery and
     load-time checks would, and list what is wrong (each finding with its code; --explain CODE says what it
     means and what to do)."""
-    report = checked("verify", paths, deep, reading=read_policy(max_read_rate, spare_page_cache))
+    report = checked("verify", paths, deep, reading=read_policy(max_read_rate, spare_page_cache),
+                     transaction_timeout_ms=transaction_timeout_ms)
     return emit(report, fmt, lambda r: render_verify(r, show_info),
                 report.exit_code(Severity.ERROR if fail_on == "error" else Severity.WARNING))

@@ -150,6 +150,9 @@ def plan_paths(paths: list[Path], interval: int, force: bool = False, reading: R
     if bytes_known:
         bytes_known(sum(map(segment_bytes, targets)))
     for t in targets:
+        if t.single_file and not t.path.name.endswith(".log"):
+            problems.append(f"{t.path}: a KRaft snapshot has no indexes")
+            continue
         try:
             wrong = None if force else found_wrong(t, reading)
             part = Partition.from_segment_file(t.path) if t.single_file else Partition.from_dir(t.path)
