@@ -133,16 +133,19 @@ def parse_batch(ctx: dict) -> dict:
 
 def parse_records(ctx: dict) -> dict:
     """`records.iter_records` (and `parse_control`, `first_legacy_offset`) on each whole batch; then the
-    compiled kernel's answers against this reference's (`kernel_against_reference`). The kernel rides on
-    this target rather than on one of its own: a new target would renumber every input, and the
-    regression tests name theirs by number."""
+    compiled kernel's answers against this reference's (`kernel_against_reference`), and the internal
+    topics' decoders on the records' keys and values (`internal_topic_decoders`). Both ride on this target
+    rather than on one of their own: a new target would renumber every input, and the regression tests
+    name theirs by number."""
     from logtool.format.records import RecordError, first_legacy_offset, iter_records, parse_control
 
     buf, expected, records = ctx["data"], 0, 0
+    decode = internal_topic_decoders(ctx["rng"])
     for v in _views(buf):
         try:
             for rec in iter_records(buf, v):
                 records += 1
+                decode(rec)
                 if v.is_control:
                     try:
                         parse_control(rec)
@@ -157,6 +160,37 @@ def parse_records(ctx: dict) -> dict:
                 expected += 1
     kernel_against_reference(ctx)
     return {"expected": expected, "records": records}
+
+
+def internal_topic_decoders(rng: random.Random, limit: int = 64) -> Callable:
+    """What decodes a record's key and value as each internal topic's decoder would, and a mutated copy of
+    them: every outcome is text and JSON objects (Kafka's words where the bytes do not decode), never an
+    exception. The first `limit` records only: each decodes three times over."""
+    from fuzz.mutate import BYTE_MUTATIONS
+    from logtool.reads.internal_topics import BY_NAME
+    from logtool.render.dump_json import _dumps
+
+    decoders = [d() for d in BY_NAME.values()]
+    seen = 0
+
+    def decode(rec) -> None:
+        nonlocal seen
+        seen += 1
+        if seen > limit:
+            return
+        inputs = [(rec.key, rec.value)]
+        for data in (rec.key, rec.value):
+            if data:
+                d = bytearray(data)
+                rng.choice(BYTE_MUTATIONS)(d, rng, {})
+                inputs.append((bytes(d), rec.value) if data is rec.key else (rec.key, bytes(d)))
+        for d in decoders:
+            for key, value in inputs:
+                texts = d.texts(rec.offset, key, value)
+                assert all(t is None or isinstance(t, str) for t in texts)
+                _dumps(d.objects(rec.offset, key, value))
+
+    return decode
 
 
 def parse_kraft(ctx: dict) -> dict:

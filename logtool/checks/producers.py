@@ -75,7 +75,7 @@ class ProducerCheck:
                 span.first_data = data
             span.last_data = (v.producer_epoch, v.last_sequence, v.last_offset, v.position)
         if v.attributes & 0x10 and span.open_after is None:
-            span.open_after = (v.base_offset, v.max_timestamp)
+            span.open_after = (v.base_offset, v.first_record_timestamp)
             if not span.marker:
                 span.opened = span.open_after
 

@@ -95,6 +95,12 @@ class BatchView(NamedTuple):
         return not self.is_legacy and bool(self.attributes & 0x40)
 
     @property
+    def first_record_timestamp(self) -> int:
+        """When the batch's first record was written: its base timestamp, or its max timestamp where the
+        cleaner put a delete horizon in the base timestamp's place."""
+        return self.max_timestamp if self.has_delete_horizon else self.first_timestamp
+
+    @property
     def last_sequence(self) -> int:
         # The last offset delta; a legacy wrapper that cannot be opened has no base offset (and no sequence).
         delta = self.last_offset - self.base_offset if self.base_offset is not None else 0

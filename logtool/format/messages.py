@@ -21,6 +21,7 @@ import struct
 from dataclasses import dataclass, field as dc_field
 from decimal import Decimal
 
+from logtool.format import java_utf8
 from logtool.format.varint import VarintError, read_unsigned_varint
 
 
@@ -162,7 +163,7 @@ class _Reader:
                                                               f"{end - pos} bytes left")
         raw = data[pos:pos + size]
         if kind == "string":
-            return raw.decode("utf-8", "logtool-java-string"), pos + size  # Java's decoding: U+FFFD
+            return raw.decode("utf-8", java_utf8.ERRORS), pos + size  # Java's decoding: U+FFFD
         return bytes(raw), pos + size
 
     def length(self, f: Field, pos: int, end: int, classic: str) -> tuple[int, int]:

@@ -83,8 +83,8 @@ class _Coordinator(RecordDecoder):
             record_type = self._version(key, "key")
             key_schema = keys.get(record_type)
             if key_schema is None:
-                return f"Unknown record type {record_type} at offset {offset}, skipping.", None, \
-                    f"unknown record type {record_type}"
+                text = f"Unknown record type {record_type} at offset {offset}, skipping."
+                return text, None, text
             # A key's schema has one version (Kafka reads it at the record type, which changes nothing).
             k = {"type": str(record_type), "data": self._read(key_schema, key, record_type, "key",
                                                               key_schema.versions.low)}

@@ -2,7 +2,7 @@
 tools such as klog compute by parsing kafka-dump-log's text, taken from the files directly).
 
 A transactional producer's data batches open a transaction at the first of them; its COMMIT or ABORT marker
-ends it. Durations run from the first batch's timestamp to the marker's. Only the valid prefix of each
+ends it. Durations run from the first batch's first timestamp to the marker's. Only the valid prefix of each
 segment is read, as Kafka's recovery would keep it.
 """
 from __future__ import annotations
@@ -74,7 +74,7 @@ class TxnTable:
         p.last_timestamp = v.max_timestamp
         if not v.attributes & 0x20:
             if p.open is None:
-                p.open = _Open(v.base_offset, v.max_timestamp)
+                p.open = _Open(v.base_offset, v.first_record_timestamp)
             records = v.count if v.count >= 0 else 0
             p.open.batches += 1
             p.open.records += records

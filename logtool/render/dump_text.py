@@ -9,13 +9,13 @@ cannot trust, logtool prints one line of its own, which no Kafka line starts wit
 """
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, TextIO
 
 from logtool.reads.decoders import NOT_SHOWN, PIECE as LARGE, Decoder, kernel_mode
 from logtool.format.batch import BatchView
+from logtool.format.messages import jackson
 from logtool.format.records import Record
 from logtool.reads.file_dump import FileDump
 from logtool.store.layout import BOOTSTRAP_CHECKPOINT, kraft_snapshot_id
@@ -88,7 +88,7 @@ def _control_part(c: Control) -> str:
     if m.coordinator_epoch is not None:
         return f" endTxnMarker: {m.type_name} coordinatorEpoch: {m.coordinator_epoch}"
     if c.data is not None:
-        return _KRAFT_LABELS[m.type_id] + json.dumps(c.data, separators=(",", ":"), ensure_ascii=False)
+        return _KRAFT_LABELS[m.type_id] + jackson(c.data)
     return f" controlType: {m.type_name}({m.type_id})"
 
 
