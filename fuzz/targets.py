@@ -188,7 +188,7 @@ def internal_topic_decoders(rng: random.Random, limit: int = 64) -> Callable:
             for key, value in inputs:
                 texts = d.texts(rec.offset, key, value)
                 assert all(t is None or isinstance(t, str) for t in texts)
-                _dumps(d.objects(rec.offset, key, value))
+                _dumps(d.objects(rec.offset, key, value))  # (key, value, schema name)
 
     return decode
 

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import KAFKA_WRITTEN, LOGTOOL, ROOT, run_logtool
+from fixtures import generator as g
 from fixtures.fleet import TopicSpec, write_fleet
 from logtool.checks.engine import Target
 from logtool.spark.driver import Audit, list_on_executors, run_audit
@@ -176,6 +177,23 @@ def test_kafka_written_cases_split_at_every_segment_give_verify_s_findings(spark
     assert summary["tasks"] > 2 * len(paths)
     doc = json.loads(run_logtool("verify", "--format", "json", *paths).stdout)
     assert audit_findings(spark, tmp_path / "out") == verify_findings([doc])
+
+
+def test_a_hanging_transaction_split_across_tasks_is_verify_s_with_the_same_timeout(spark, tmp_path):
+    """A transaction opened in one piece and still open at the end of another: hanging or merely open as
+    --transaction-timeout says, in the audit as in verify."""
+    from test_producers import MINUTE, TS, batches, txn
+
+    entries = batches(7, 0, 0, 0) + txn(9, 1, 0, 6, TS, None) + batches(7, 0, 6, 10, n=6, ts=TS + 40 * MINUTE)
+    path = str(g.write_partition(tmp_path / "data", "t", 0, entries, segment_bytes=400).path)
+    for timeout in (15 * MINUTE, 60 * MINUTE):
+        out = tmp_path / f"out-{timeout}"
+        run_audit(spark, Audit((path,), str(out), Settings(transaction_timeout_ms=timeout), task_bytes=1))
+        doc = json.loads(run_logtool("verify", "--format", "json", "--transaction-timeout", f"{timeout}ms",
+                                     path).stdout)
+        assert audit_findings(spark, out) == verify_findings([doc])
+        names = {f["name"] for p in doc["partitions"] for f in p["findings"]}
+        assert names == ({"TRANSACTION_HANGING"} if timeout == 15 * MINUTE else {"TRANSACTION_OPEN"})
 
 
 def _sized(name: str, sizes: list[int]) -> Sized:

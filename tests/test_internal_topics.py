@@ -112,6 +112,7 @@ def test_json_embeds_the_same_objects_and_keeps_what_cannot_be_decoded(tmp_path)
     assert rows[0]["key"] == {"type": "1", "data": {"group": "grp", "topic": "orders", "partition": 3}}
     assert rows[0]["value"] == {"version": "3", "data": {"offset": 42, "leaderEpoch": 7, "metadata": "",
                                                          "commitTimestamp": TS}}
+    assert [r["schema"] for r in rows] == ["OffsetCommit", None, "OffsetCommit"]
     assert rows[1]["key"] == {"error": "Unknown record type 99 at offset 1, skipping.",
                               "base64": base64.b64encode(struct.pack(">h", 99) + b"x").decode()}
     assert rows[1]["value"] == {"base64": base64.b64encode(b"yz").decode()}
@@ -207,7 +208,7 @@ def test_every_real_metadata_record_has_a_known_type_and_topic_ids_agree_with_pa
     """The brokers' own metadata logs and snapshots: no unknown record type; every TopicRecord's id is the
     one the topic's partition.metadata files (written by the same broker) hold."""
     decoder = ClusterMetadata()
-    types, errors, checked = set(), [], 0
+    types, errors, checked, partitions = set(), [], 0, 0
     for path in [*metadata_logs(), *snapshots()]:
         rc, out, _err = dump(path, "--format", "jsonl")
         topic_ids = {}
@@ -222,6 +223,10 @@ def test_every_real_metadata_record_has_a_known_type_and_topic_ids_agree_with_pa
             types.add(value["type"])
             if value["type"] == "TOPIC_RECORD":
                 topic_ids[value["data"]["name"]] = value["data"]["topicId"]
+            elif value["type"] == "PARTITION_RECORD" and path.is_dir():  # a log names its topics before them
+                assert value["data"]["topicId"] in topic_ids.values(), (path, o["offset"])
+                assert value["data"]["leader"] in value["data"]["replicas"] + [-1], (path, o["offset"])
+                partitions += 1
         log_dir = path.parent if path.is_dir() or path.name == "bootstrap.checkpoint" else path.parent.parent
         for meta in log_dir.glob("*-*/partition.metadata"):
             topic = meta.parent.name.rsplit("-", 1)[0]
@@ -230,7 +235,7 @@ def test_every_real_metadata_record_has_a_known_type_and_topic_ids_agree_with_pa
                 checked += 1
     assert decoder.name == "cluster-metadata"
     assert {"TOPIC_RECORD", "PARTITION_RECORD", "REGISTER_BROKER_RECORD", "FEATURE_LEVEL_RECORD"} <= types
-    assert checked >= 20
+    assert checked >= 20 and partitions >= 100
     # Only the apache/kafka checkout's test brokers (a development build whose PartitionRecord v1 held the ELR
     # fields that released Kafka moved to v2) write records the released schemas do not read.
     assert {"apache__kafka" in p.parts for p, _ in errors} <= {True}, errors[:3]

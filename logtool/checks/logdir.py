@@ -8,7 +8,8 @@ from logtool.findings import Finding, finding
 from logtool.format.meta import NODE_ID_FIELD, MetaError, meta_identity, offset_checkpoint, properties
 from logtool.store.logdir import LogDir
 from logtool.store.sidefile import SideFile
-from logtool.store.layout import (CLUSTER_METADATA, IGNORED_LOG_DIR_CHILDREN, LOG_DIR_FILES, OFFSET_CHECKPOINTS,
+from logtool.checks.segment import check_records_file
+from logtool.store.layout import (BOOTSTRAP_CHECKPOINT, CLUSTER_METADATA, IGNORED_LOG_DIR_CHILDREN, LOG_DIR_FILES, OFFSET_CHECKPOINTS,
                                   parse_partition_dir)
 
 
@@ -53,6 +54,8 @@ def check_log_dir(path: Path) -> LogDirReport:
             _check_meta(log_dir.side(name), rep)
         elif name in OFFSET_CHECKPOINTS:
             _check_checkpoint(log_dir.side(name), rep)
+        elif name == BOOTSTRAP_CHECKPOINT:
+            rep.findings += check_records_file(child, deep=False)  # the metadata a KRaft node formats with
         elif name == ".kafka_cleanshutdown":
             rep.clean_shutdown_marker = True  # empty before Kafka 3.7, JSON since: only its presence matters
         elif name.endswith(".tmp") and name[:-4] in LOG_DIR_FILES:

@@ -11,7 +11,7 @@ from logtool.checks.consumer_offsets import check_commits
 from logtool.checks.producers import DEFAULT_TRANSACTION_TIMEOUT_MS, Replay, check_producers, check_snapshot
 from logtool.rules.transactions import TxnTracker
 from logtool.rules.facts import PartitionFacts, partition_facts
-from logtool.checks.segment import SegmentReport, check_segment
+from logtool.checks.segment import SegmentReport, check_records_file, check_segment
 from logtool.store.segment import Lens, Segment
 from logtool.format.meta import MetaError, partition_metadata, producer_snapshot
 from logtool.store.layout import FileKind, kraft_snapshot_id
@@ -90,16 +90,10 @@ def check_segments(part: Partition, deep: bool, which: range, lens: Lens | None 
 
 
 def _check_kraft_snapshots(part: Partition, deep: bool) -> list[Finding]:
-    """KRaft snapshots (`__cluster_metadata-0`'s `<offset>-<epoch>.checkpoint`) walked as segments are: they
-    are record batches, which the controller reads at start before the log."""
-    found = []
-    for name in sorted(n for n in part.files if kraft_snapshot_id(n) is not None):
-        try:
-            with Segment(part.path / name, 0) as seg:
-                found += check_segment(seg, active=False, deep=deep).findings
-        except OSError as e:
-            found.append(finding("UNREADABLE", f"cannot read {name}: {e.strerror or e}", name))
-    return found
+    """KRaft snapshots (`__cluster_metadata-0`'s `<offset>-<epoch>.checkpoint`), which the controller reads
+    at start before the log."""
+    names = sorted(n for n in part.files if kraft_snapshot_id(n) is not None)
+    return [f for name in names for f in check_records_file(part.path / name, deep)]
 
 
 def finish_partition(part: Partition, rep: PartitionReport,

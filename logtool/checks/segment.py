@@ -4,7 +4,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from logtool.findings import Finding, Sink
+from pathlib import Path
+from logtool.findings import Finding, Sink, finding
 from logtool.rules.offsets import offsets_go_back
 from logtool.rules.transactions import TxnTracker
 from logtool.checks.consumer_offsets import TOPIC as CONSUMER_OFFSETS, CommitCheck
@@ -216,3 +217,13 @@ def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | Non
         rep.commits = {"first": commits.first, "last": commits.last}
     rep.findings = sink.done()
     return rep
+
+
+def check_records_file(path: Path, deep: bool) -> list[Finding]:
+    """A KRaft snapshot (`<offset>-<epoch>.checkpoint`, `bootstrap.checkpoint`) walked as a segment is: it is
+    record batches, from offset 0, with no index beside it."""
+    try:
+        with Segment(path, 0) as seg:
+            return check_segment(seg, active=False, deep=deep).findings
+    except OSError as e:
+        return [finding("UNREADABLE", f"cannot read {path.name}: {e.strerror or e}", path.name)]

@@ -10,7 +10,7 @@ import click
 
 from logtool.findings import Severity
 from logtool.commands.options import (deep_option, epilog, fail_on_option, max_read_rate_option, paths_argument,
-                                      spare_page_cache_option)
+                                      spare_page_cache_option, transaction_timeout_option)
 from logtool.render.jsonout import emit_json
 from logtool.spark.session import SparkUnavailable, require, start
 
@@ -75,13 +75,14 @@ def _one_line(e: Exception) -> str:
 @fail_on_option
 @max_read_rate_option
 @spare_page_cache_option(default=True)
+@transaction_timeout_option
 @click.option("--task-bytes", type=click.IntRange(min=1), metavar="BYTES",
               help="bytes of segments per Spark task  [default: about two tasks per core]")
 @click.option("--conf", "conf", multiple=True, metavar="KEY=VALUE", callback=_conf,
               help="a Spark setting, as spark-submit's --conf (repeatable)")
 def command(paths: tuple[Path, ...], output: str, master: str | None, deep: bool, replicas: bool, fmt: str,
-            fail_on: str, max_read_rate: float | None, spare_page_cache: bool, task_bytes: int | None,
-            conf: dict[str, str]) -> int:
+            fail_on: str, max_read_rate: float | None, spare_page_cache: bool, transaction_timeout_ms: int,
+            task_bytes: int | None, conf: dict[str, str]) -> int:
     """Verify every partition of many log dirs as one Spark job: Parquet tables of findings and partitions
     (and replica divergence with --replicas), a summary, and verify's exit codes."""
     # Executors resolve a relative path in their own work dir: the driver's are made absolute here.
@@ -98,7 +99,7 @@ def command(paths: tuple[Path, ...], output: str, master: str | None, deep: bool
     from logtool.spark.driver import Audit, run_audit
     from logtool.spark.task import Settings
 
-    settings = Settings(deep, max_read_rate, spare_page_cache, replicas)
+    settings = Settings(deep, max_read_rate, spare_page_cache, replicas, transaction_timeout_ms)
     audit = Audit(tuple(str(p) for p in paths), output, settings, task_bytes,
                   Severity.ERROR if fail_on == "error" else Severity.WARNING)
     began = time.perf_counter()

@@ -16,6 +16,7 @@ import base64
 import re
 import struct
 from functools import cache
+from typing import NamedTuple
 
 from logtool.format.messages import Message, MessageError, jackson, jsonable, parse
 from logtool.format.varint import VarintError, read_unsigned_varint
@@ -24,28 +25,40 @@ from logtool.store.layout import BOOTSTRAP_CHECKPOINT, kraft_snapshot_id, parse_
 _INT16 = struct.Struct(">h")
 
 
+class Decoded(NamedTuple):
+    """A record as a decoder reads it. `key`/`value`: a str for Kafka's fixed texts (`<DELETE>`, its words
+    for what does not decode), a dict for a decoded message, None where Kafka prints nothing. `error`: what
+    went wrong (Kafka's words, with logtool's where Kafka's leave out what), or None. `schema`: the schema
+    the record was read by (`OffsetCommit` for its key and value, `TopicRecord`), None where none was found."""
+
+    key: object
+    value: object
+    error: str | None = None
+    schema: str | None = None
+
+
 class RecordDecoder:
     """Decodes a record's key and value together (a value's schema may depend on its key)."""
 
     name = ""
 
-    def decoded(self, offset: int, key: bytes | None, value: bytes | None) -> tuple[object, object, str | None]:
-        """(key object, value object, what went wrong or None). An object is a str for Kafka's fixed texts
-        (`<DELETE>`), a dict for a decoded message, None where Kafka prints nothing."""
+    def decoded(self, offset: int, key: bytes | None, value: bytes | None) -> Decoded:
         raise NotImplementedError
 
     def texts(self, offset: int, key: bytes | None, value: bytes | None) -> tuple[str | None, str | None]:
         """What kafka-dump-log prints after ` key: ` and ` payload: ` (None: that part is not printed)."""
-        k, v, _error = self.decoded(offset, key, value)
-        return _text(k), _text(v)
+        d = self.decoded(offset, key, value)
+        return _text(d.key), _text(d.value)
 
-    def objects(self, offset: int, key: bytes | None, value: bytes | None) -> tuple[object, object]:
-        """The key and value for JSON output: Kafka's objects, null for a null key or value; what cannot be
-        decoded as {"error": Kafka's words, "base64": its bytes}."""
-        k, v, error = self.decoded(offset, key, value)
-        if error is not None:
-            return (_raw(key, error), _raw(value, None)) if k is not None else (_raw(key, None), _raw(value, error))
-        return (None if key is None else jsonable(k)), (None if value is None else jsonable(v))
+    def objects(self, offset: int, key: bytes | None, value: bytes | None) -> tuple[object, object, str | None]:
+        """The key and value for JSON output, and the schema's name: Kafka's objects, null for a null key or
+        value; what cannot be decoded as {"error": what went wrong, "base64": its bytes}."""
+        d = self.decoded(offset, key, value)
+        if d.error is not None:
+            if d.key is not None:
+                return _raw(key, d.error), _raw(value, None), d.schema
+            return _raw(key, None), _raw(value, d.error), d.schema
+        return (None if key is None else jsonable(d.key)), (None if value is None else jsonable(d.value)), d.schema
 
 
 def _text(obj: object) -> str | None:
@@ -77,25 +90,27 @@ class _Coordinator(RecordDecoder):
     def decoded(self, offset, key, value):
         if key is None:  # Kafka's parser throws this and the tool dies; logtool says it and goes on
             text = f"Failed to decode message at offset {offset} using the specified decoder (message had a missing key)"
-            return text, None, text
+            return Decoded(text, None, text)
         keys, values = _coordinator_schemas(self.module)
+        schema = None
         try:
             record_type = self._version(key, "key")
-            key_schema = keys.get(record_type)
-            if key_schema is None:
+            key_schema, value_schema = keys.get(record_type), values.get(record_type)
+            if key_schema is None or value_schema is None:
                 text = f"Unknown record type {record_type} at offset {offset}, skipping."
-                return text, None, text
+                return Decoded(text, None, text)
+            schema = key_schema.name.removesuffix("Key")
             # A key's schema has one version (Kafka reads it at the record type, which changes nothing).
             k = {"type": str(record_type), "data": self._read(key_schema, key, record_type, "key",
                                                               key_schema.versions.low)}
             if value is None:
-                return k, "<DELETE>", None
+                return Decoded(k, "<DELETE>", None, schema)
             version = self._version(value, "value")
-            v = {"version": str(version), "data": self._value(values[record_type], value, version)}
+            v = {"version": str(version), "data": self._value(value_schema, value, version)}
         except MessageError as e:
             text = f"Error at offset {offset}, skipping. {e}"
-            return text, None, _explained(text, e)
-        return k, v, None
+            return Decoded(text, None, _explained(text, e), schema)
+        return Decoded(k, v, None, schema)
 
     @staticmethod
     def _version(data: bytes, name: str) -> int:
@@ -181,14 +196,15 @@ class ClusterMetadata(RecordDecoder):
 
     def decoded(self, offset, key, value):
         try:
-            obj = self.record(value)
+            obj, schema = self.record(value)
         except MessageError as e:
-            return None, f"Error at {offset}, skipping. {e}", _explained(f"Error at {offset}, skipping. {e}", e)
-        return None, obj, None
+            return Decoded(None, f"Error at {offset}, skipping. {e}", _explained(f"Error at {offset}, skipping. {e}", e))
+        return Decoded(None, obj, None, schema)
 
     @staticmethod
-    def record(value: bytes | None) -> dict:
-        """The metadata record a value frames: {"type", "version", "data"}. Errors in Kafka's words
+    def record(value: bytes | None) -> tuple[dict, str]:
+        """The metadata record a value frames, {"type", "version", "data"}, and its schema's name. Errors in
+        Kafka's words
         (`AbstractApiMessageSerde.read`), what went wrong inside a record in `detail`."""
         if value is None:
             raise MessageError("null", "the record has no value, which every metadata record has")
@@ -218,7 +234,7 @@ class ClusterMetadata(RecordDecoder):
             raise MessageError(f"Failed to deserialize record with type {api_key}", e.detail) from None
         if end != len(value):
             raise MessageError(f"Found {len(value) - end} byte(s) of garbage after {api_key}")
-        return {"type": metadata_type_name(schema), "version": version, "data": data}
+        return {"type": metadata_type_name(schema), "version": version, "data": data}, schema.name
 
 
 def _explained(text: str, e: MessageError) -> str:

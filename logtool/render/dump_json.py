@@ -125,8 +125,8 @@ def objects(events: Iterable[Event], key: Decoder, value: Decoder,
                 rest = (f'"headers":{hs},"key_size":{-1 if k is None else len(k)},'
                         f'"value_size":{-1 if val is None else len(val)},"sequence":{seq},"control":{control}' + tail)
                 if whole is not None and controls is None:  # an internal topic's record: Kafka's objects
-                    ko, vo = whole.objects(offset, k, val)
-                    lines.append(head + f'"key":{_dumps(ko)},"value":{_dumps(vo)},' + rest)
+                    ko, vo, schema = whole.objects(offset, k, val)
+                    lines.append(head + f'"key":{_dumps(ko)},"value":{_dumps(vo)},"schema":{_dumps(schema)},' + rest)
                     continue
                 if (k is not None and len(k) > LARGE) or (val is not None and len(val) > LARGE):
                     if lines:

@@ -150,7 +150,7 @@ def _check(spark: SparkSession, units: list[Unit], settings: Settings, dirs: Bro
     if not any(item.piece is not None for unit in units for item in unit.items):
         return [checked]
     joined = (_kind(checked, PIECE).select("blob").rdd.map(blob).keyBy(partition_path).groupByKey().values()
-              .mapPartitions(partial(merged_rows, dirs)))
+              .mapPartitions(partial(merged_rows, settings, dirs)))
     whole = checked.filter(checked.kind != PIECE).unionByName(spark.createDataFrame(joined, TAGGED)).cache()
     return [checked, whole]
 

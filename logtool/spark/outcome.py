@@ -33,11 +33,11 @@ def unit_rows(settings: Settings, log_dirs: LogDirs, unit: Unit) -> Iterator[tup
     yield (TALLY, None, None, None, pickle.dumps(tally, pickle.HIGHEST_PROTOCOL))
 
 
-def merged_rows(log_dirs: LogDirs, partitions: Iterable[Iterable[Checked]]) -> Iterator[tuple]:
+def merged_rows(settings: Settings, log_dirs: LogDirs, partitions: Iterable[Iterable[Checked]]) -> Iterator[tuple]:
     """The tagged rows of split partitions, each given as its pieces."""
     tally = Tally()
     for pieces in partitions:
-        yield from _rows(log_dirs.value, merge(pieces), tally)
+        yield from _rows(log_dirs.value, merge(pieces, settings.transaction_timeout_ms), tally)
     yield (TALLY, None, None, None, pickle.dumps(tally, pickle.HIGHEST_PROTOCOL))
 
 

@@ -8,6 +8,7 @@ import bisect
 
 from logtool.checks.engine import Target, open_target, unreadable
 from logtool.checks.partition import PartitionReport, check_segments, finish_partition
+from logtool.checks.producers import DEFAULT_TRANSACTION_TIMEOUT_MS
 from logtool.store.pacing import ReadPolicy
 from logtool.store.partition import Partition
 from logtool.store.segment import Lens
@@ -30,7 +31,8 @@ def check_piece(target: Target, piece: Piece, deep: bool, reading: ReadPolicy | 
         part.close()
 
 
-def finish_pieces(target: Target, reports: list[PartitionReport]) -> PartitionReport:
+def finish_pieces(target: Target, reports: list[PartitionReport],
+                  transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS) -> PartitionReport:
     """One partition's report from the reports of its pieces, in offset order: segments in order, then the
     partition-level checks. The pieces' own findings (unreadable files) are kept once each."""
     head = reports[0]
@@ -44,5 +46,5 @@ def finish_pieces(target: Target, reports: list[PartitionReport]) -> PartitionRe
         if (f := unreadable(target, e)) not in rep.findings:
             rep.findings.append(f)
         return rep
-    finish_partition(part, rep)
+    finish_partition(part, rep, transaction_timeout_ms)
     return rep

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 
 from logtool.checks.partition import PartitionReport
 from logtool.checks.engine import check_target
+from logtool.checks.producers import DEFAULT_TRANSACTION_TIMEOUT_MS
 from logtool.spark.pieces import check_piece, finish_pieces
 from logtool.format.batch import BatchView
 from logtool.spark.listing import Sized
@@ -22,6 +23,7 @@ class Settings:
     max_read_rate: float | None = None  # MB/s, per task
     spare_page_cache: bool = True
     replicas: bool = False  # keep one row per batch for the replica comparison
+    transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS
 
 
 # (base offset, last offset, stored CRC, partition leader epoch): what replicas must agree on batch by batch.
@@ -59,17 +61,17 @@ def check_unit(settings: Settings, unit: Unit) -> Iterator[Checked]:
         lens = BatchKeys() if settings.replicas else None
         start = time.perf_counter()
         if item.piece is None:
-            report = check_target(item.target, settings.deep, reading, lens)
+            report = check_target(item.target, settings.deep, reading, lens, settings.transaction_timeout_ms)
         else:
             report = check_piece(item.target, item.piece, settings.deep, reading, lens)
         yield Checked(item, host, report, time.perf_counter() - start, lens.keys if lens else [])
 
 
-def merge(pieces: Iterable[Checked]) -> Checked:
+def merge(pieces: Iterable[Checked], transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS) -> Checked:
     """The pieces of one split partition as one outcome, with the partition-level checks run once."""
     ordered = sorted(pieces, key=lambda c: c.item.piece[0])
     head = ordered[0].item
     whole = replace(head, piece=None, segments=tuple(s for c in ordered for s in c.item.segments))
-    report = finish_pieces(head.target, [c.report for c in ordered])
+    report = finish_pieces(head.target, [c.report for c in ordered], transaction_timeout_ms)
     hosts = ",".join(sorted({c.host for c in ordered}))
     return Checked(whole, hosts, report, sum(c.seconds for c in ordered), [k for c in ordered for k in c.batches])
