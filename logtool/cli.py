@@ -21,7 +21,8 @@ class _ReaderGone(Exception):
 # Each command's module, imported only when that command is asked for: starting one command does not pay
 # for importing every other's dependencies (a dump needs no repair planner, a scan no decoders).
 _COMMANDS = {"scan": "command", "verify": "command", "find": "command", "index": "group", "restore": "command",
-             "truncate": "command", "audit": "command", "dump": "command", "txn": "command"}
+             "truncate": "command", "audit": "command", "dump": "command", "txn": "command",
+             "report": "command"}
 
 
 class _Group(click.Group):

@@ -9,13 +9,16 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from html.parser import HTMLParser
 from types import SimpleNamespace
 
 import pytest
+from click.testing import CliRunner
 
 from conftest import KAFKA_WRITTEN, LOGTOOL, ROOT, run_logtool
 from fixtures import generator as g
 from fixtures.fleet import TopicSpec, write_fleet
+from logtool.cli import cli
 from logtool.checks.engine import Target
 from logtool.spark.driver import Audit, list_on_executors, run_audit
 from logtool.spark.listing import Sized, list_path
@@ -194,6 +197,64 @@ def test_a_hanging_transaction_split_across_tasks_is_verify_s_with_the_same_time
         assert audit_findings(spark, out) == verify_findings([doc])
         names = {f["name"] for p in doc["partitions"] for f in p["findings"]}
         assert names == ({"TRANSACTION_HANGING"} if timeout == 15 * MINUTE else {"TRANSACTION_OPEN"})
+
+
+class _PageNumbers(HTMLParser):
+    """The numbers a report page draws from the summary (`data-field`/`data-value`), and every URL it would
+    load or link to."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.values: dict[str, list[str]] = {}
+        self.urls: list[str] = []
+        self.tags: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.tags.add(tag)
+        if "data-field" in a:
+            self.values.setdefault(a["data-field"], []).append(a["data-value"])
+        self.urls += [v for k, v in attrs if k in ("src", "href", "xmlns", "action") and v]
+
+
+def test_the_report_page_shows_the_summary_s_numbers_and_loads_nothing(audited, verified, tmp_path):
+    page_path = tmp_path / "report.html"
+    r = CliRunner().invoke(cli, ["report", str(audited.out), "-o", str(page_path)], standalone_mode=False,
+                           catch_exceptions=False)
+    assert r.return_value == 0
+    summary = json.loads((audited.out / "summary.json").read_text())
+    page = _PageNumbers()
+    page.feed(page_path.read_text())
+    assert page.urls == [] and not page.tags & {"script", "link", "img", "iframe", "object"}
+    for key in ("partitions", "segments", "bytes", "batches", "errors", "warnings", "infos", "exit_code"):
+        assert page.values[key] == [str(summary[key])], key
+    assert page.values["by_code.count"] == [str(r["count"]) for r in summary["by_code"]]
+    assert page.values["worst.errors"] == [str(r["errors"]) for r in summary["worst_partitions"]]
+    hosts = summary["by_host"]
+    assert sum(h["errors"] for h in hosts) == summary["errors"] and sum(h["infos"] for h in hosts) == summary["infos"]
+    assert page.values["by_host.damaged_bytes"] == [str(h["damaged_bytes"]) for h in hosts]
+    topics = summary["by_topic"]
+    assert sum(t["warnings"] for t in topics) == summary["warnings"]
+    damaged = sum(s["size"] - s["valid_bytes"] for d in verified.docs for s in _segments(d))
+    assert sum(h["damaged_bytes"] for h in hosts) == sum(t["damaged_bytes"] for t in topics) == damaged > 0
+    assert sum(d["partitions"] for d in summary["damage_by_day"]) == \
+        sum(1 for d in verified.docs for p in d["partitions"] if any(s["first_invalid_position"] is not None
+                                                                    for s in p["segments"]))
+    assert page.values["divergence.diverging"] == [str(summary["divergence"]["diverging"])]
+    # the same page on standard output; a directory that is not an audit's is one line and exit 8
+    r = CliRunner().invoke(cli, ["report", str(audited.out), "-o", "-"], standalone_mode=False,
+                           catch_exceptions=False)
+    assert r.stdout == page_path.read_text()
+    r = run_logtool("report", str(tmp_path))
+    assert r.returncode == 8 and r.stderr.count("\n") == 1 and "summary.json" in r.stderr
+    log_dir = KAFKA_WRITTEN / "v2-idempotent-txn"  # a partition dir's parent: refused, nothing written
+    r = run_logtool("report", str(audited.out), "-o", str(log_dir / "payments-0" / "report.html"))
+    assert r.returncode == 8 and "writes nothing there" in r.stderr
+    assert not (log_dir / "payments-0" / "report.html").exists()
+
+
+def _segments(doc: dict):
+    return [s for p in doc["partitions"] for s in p["segments"]]
 
 
 def _sized(name: str, sizes: list[int]) -> Sized:

@@ -206,6 +206,8 @@ def test_who_imports_commands_render_recovery():
 # inside a PATH; bench/ and fixtures/ are outside logtool/.
 WRITE_ALLOWED = {
     "logtool/cli.py": "opens /dev/null O_WRONLY to park stdout once its reader went away (`logtool dump | head`)",
+    "logtool/commands/report.py": "writes the HTML page of an audit where asked (a temporary file renamed over "
+                                  "it), refusing a Kafka log dir or partition dir",
     "logtool/spark/session.py": "ship() zips the package into Spark's own per-context files directory "
                                 "(mkdir + ZipFile 'w') for the executors",
 }

@@ -320,3 +320,73 @@ def _mutated(data: bytes | None, rng: random.Random) -> bytes | None:
         at = rng.randrange(len(b))
         b[at:at + 4] = rng.choice((b"\x7f\xff\xff\xff", b"\xff\xff\xff\xff", b"\x80\x80\x80\x80\x80"))
     return bytes(b)
+
+
+# ------------------------------------------------------------------------------------ Kafka's own test vectors
+
+def kafka_parse(decoder, key: bytes | None, value: bytes | None) -> tuple[str | None, str | None]:
+    return decoder.texts(0, key, value)
+
+
+def test_kafkas_dump_log_segments_test_vectors():
+    """The records and expected texts of apache/kafka's DumpLogSegmentsTest (testOffsetsMessageParser,
+    testTransactionLogMessageParser), the records encoded here as Kafka's generated writers lay them out."""
+    offsets, txns = Offsets(), TransactionLog()
+    group_key = struct.pack(">h", 3) + s16("group")  # ConsumerGroupMetadataKey
+    assert kafka_parse(offsets, group_key, struct.pack(">hi", 0, 10) + bytes([0])) == (
+        '{"type":"3","data":{"groupId":"group"}}', '{"version":"0","data":{"epoch":10}}')
+    assert kafka_parse(offsets, group_key, None) == ('{"type":"3","data":{"groupId":"group"}}', "<DELETE>")
+    assert kafka_parse(offsets, struct.pack(">h", 32767), b"") == ("Unknown record type 32767 at offset 0, skipping.",
+                                                                   None)
+    # A ConsumerGroupMemberMetadataValue (every field its default) under a ConsumerGroupMetadataKey
+    member_defaults = struct.pack(">h", 0) + bytes([0, 0, 1, 1, 1, 0]) + struct.pack(">i", -1) + bytes([1, 0])
+    assert kafka_parse(offsets, group_key, member_defaults) == (
+        "Error at offset 0, skipping. Could not read record with version 0 from value's buffer due to: "
+        "Error reading byte array of 536870911 byte(s): only 1 byte(s) available.", None)
+
+    def bytes_(data: bytes) -> bytes:  # compact bytes
+        return bytes([len(data) + 1]) + data
+
+    subscription = struct.pack(">hi", 3, 1) + s16("foo") + struct.pack(">i", -1) + struct.pack(">i", 1) + s16("foo") \
+        + struct.pack(">iii", 1, 0, 0) + s16("rack")
+    assignment = struct.pack(">hi", 3, 1) + s16("foo") + struct.pack(">ii", 1, 0) + struct.pack(">i", -1)
+
+    def group_value(sub: bytes, assign: bytes) -> bytes:
+        member = compact("member") + compact("instance") + compact("client") + compact("host") \
+            + struct.pack(">ii", 1000, 100) + bytes_(sub) + bytes_(assign) + bytes([0])
+        return struct.pack(">h", 4) + compact("consumer") + struct.pack(">i", 10) + compact("range") \
+            + compact("member") + struct.pack(">q", -1) + bytes([2]) + member + bytes([0])
+
+    key = struct.pack(">h", 2) + s16("group")
+    assert kafka_parse(offsets, key, group_value(subscription, assignment)) == (
+        '{"type":"2","data":{"group":"group"}}',
+        '{"version":"4","data":{"protocolType":"consumer","generation":10,"protocol":"range",'
+        '"leader":"member","currentStateTimestamp":-1,"members":[{"memberId":"member",'
+        '"groupInstanceId":"instance","clientId":"client","clientHost":"host",'
+        '"rebalanceTimeout":1000,"sessionTimeout":100,"subscription":{"topics":["foo"],'
+        '"userData":null,"ownedPartitions":[{"topic":"foo","partitions":[0]}],'
+        '"generationId":0,"rackId":"rack"},"assignment":{"assignedPartitions":'
+        '[{"topic":"foo","partitions":[0]}],"userData":null}}]}}')
+    assert kafka_parse(offsets, key, group_value(b"Subscription", b"Assignment"))[1].endswith(
+        '"rebalanceTimeout":1000,"sessionTimeout":100,"subscription":"U3Vic2NyaXB0aW9u",'
+        '"assignment":"QXNzaWdubWVudA=="}]}}')
+
+    txn_key = struct.pack(">h", 0) + s16("txnId")
+    v0 = struct.pack(">hqhib", 0, 123, 0, 0, 0) + struct.pack(">i", 0) + struct.pack(">qq", 0, 0)
+    assert kafka_parse(txns, txn_key, v0) == (
+        '{"type":"0","data":{"transactionalId":"txnId"}}',
+        '{"version":"0","data":{"producerId":123,"producerEpoch":0,"transactionTimeoutMs":0,'
+        '"transactionStatus":0,"transactionPartitions":[],"transactionLastUpdateTimestampMs":0,'
+        '"transactionStartTimestampMs":0}}')
+    assert kafka_parse(txns, txn_key, None)[1] == "<DELETE>"
+    partitions = bytes([3]) + compact("topic1") + bytes([4]) + struct.pack(">iii", 0, 1, 2) + bytes([0]) \
+        + compact("topic2") + bytes([4]) + struct.pack(">iii", 3, 4, 5) + bytes([0])
+    tags = bytes([3, 0, 8]) + struct.pack(">q", 11) + bytes([1, 8]) + struct.pack(">q", 10) + bytes([2, 2]) \
+        + struct.pack(">h", 0)
+    v1 = struct.pack(">hqhib", 1, 12, 2, 14, 0) + partitions + struct.pack(">qq", 123, 13) + tags
+    assert kafka_parse(txns, txn_key, v1)[1] == (
+        '{"version":"1","data":{"producerId":12,"previousProducerId":11,"nextProducerId":10,'
+        '"producerEpoch":2,"transactionTimeoutMs":14,"transactionStatus":0,'
+        '"transactionPartitions":[{"topic":"topic1","partitionIds":[0,1,2]},'
+        '{"topic":"topic2","partitionIds":[3,4,5]}],"transactionLastUpdateTimestampMs":123,'
+        '"transactionStartTimestampMs":13}}')

@@ -16,7 +16,7 @@ from logtool.commands.options import epilog, fail_on_option, format_choice, form
 from logtool import exitcodes
 from logtool.recovery import index_rebuild
 from logtool.recovery.errors import RepairRefused
-from logtool.commands.report import checked, emit
+from logtool.commands.checking import checked, emit
 from logtool.render.jsonout import emit_json
 from logtool.render.progress import progress
 from logtool.render.text import console, render_verify

@@ -1,42 +1,63 @@
-"""Running the checks and printing their report: shared by `scan`, `verify` and `index verify`."""
+"""`logtool report`: an audit's summary as one self-contained HTML page."""
 from __future__ import annotations
 
+import json
+import os
 import sys
-from collections.abc import Callable
+import tempfile
 from pathlib import Path
 
 import click
 
-from logtool.checks.engine import Report, run_checks
-from logtool.render.jsonout import emit_json, emit_jsonl
-from logtool.render.progress import progress
+from logtool import exitcodes
+from logtool.commands.failure import Failure
+from logtool.commands.options import epilog
+from logtool.render.report_html import html_report
+from logtool.store.layout import PathKind, classify_path
 
 
-def checked(label: str, paths: tuple[Path, ...], deep: bool, **run_options) -> Report:
-    """Every check over PATHs, with a progress bar on a terminal; `run_options` go to `checks.engine.run_checks`."""
-    if not paths:
-        raise click.UsageError("give at least one PATH (a log dir, partition dir or .log file)")
-    with progress(label) as meter:
-        reading = meter.reading(run_options.pop("reading", None))
-        return run_checks(list(paths), deep, bytes_known=meter.sizing, reading=reading, **run_options)
-
-
-def emit(report: Report, fmt: str, text: Callable[[Report], None], exit_code: int) -> int:
-    """The report as one JSON document, JSON Lines or text; path problems also on stderr. Both JSON forms
-    carry every finding and the exit code: JSON Lines has a row per log dir, per path that could not be
-    read (an error row) and per partition, each with its `type`, then a closing summary row."""
-    if fmt == "json":
-        emit_json({**report.to_dict(), "exit_code": exit_code})
-    elif fmt == "jsonl":
-        emit_jsonl([
-            *({"type": "log_dir", **d.to_dict()} for d in report.log_dirs),
-            *({"type": "error", "error": "operational", "message": f"{f.file}: {f.message}", "finding": f.to_dict()}
-              for f in report.findings),
-            *({"type": "partition", **p.to_dict()} for p in report.partitions),
-            {"type": "summary", **report.summary(), "exit_code": exit_code},
-        ])
-    else:
-        text(report)
-    for f in report.findings:  # what stopped a PATH from being read at all: one line each
-        print(f"logtool: {f.file}: {f.message}", file=sys.stderr)
-    return exit_code
+@click.command("report", short_help="An audit's findings as one HTML page to look at.", epilog=epilog([
+    ("logtool report /var/tmp/audit", "writes /var/tmp/audit/report.html"),
+    ("logtool report /var/tmp/audit -o - > today.html", "the page on standard output"),
+]))
+@click.argument("audit_dir", type=click.Path(path_type=Path))
+@click.option("--output", "-o", metavar="FILE", help="where to write the page; - for standard output  "
+                                                     "[default: AUDIT_DIR/report.html]")
+def command(audit_dir: Path, output: str | None) -> int:
+    """Write the findings of a `logtool audit` (its AUDIT_DIR/summary.json) as one HTML page: the fleet
+    summary, findings by severity, code, host and topic, the worst partitions with their remedies, replica
+    divergence, and charts of damaged bytes by host and topic and of when the damage was written. The page
+    loads nothing from anywhere: it opens the same offline."""
+    source = audit_dir / "summary.json"
+    try:
+        summary = json.loads(source.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise Failure(f"{source}: {e.strerror or e} (is {audit_dir} the --output of a logtool audit?)") from None
+    except ValueError as e:
+        raise Failure(f"{source}: not an audit summary: {e}") from None
+    if not isinstance(summary, dict) or "partitions" not in summary:
+        raise Failure(f"{source}: not an audit summary (no partitions count)")
+    page = html_report(summary)
+    if output == "-":
+        sys.stdout.write(page)
+        return exitcodes.CLEAN
+    target = Path(output) if output else audit_dir / "report.html"
+    try:
+        if classify_path(target.parent) in (PathKind.LOG_DIR, PathKind.PARTITION_DIR):
+            raise Failure(f"{target.parent} is a Kafka log dir or partition dir: logtool writes nothing there "
+                          f"but its repairs; give -o a path elsewhere")
+    except OSError:
+        pass  # a directory that cannot be read is not one to write into either: the write below says why
+    try:
+        # Written beside its name and renamed over it: a reader never sees half a page.
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(page)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # as a plain open() would have made it
+        os.replace(tmp, target)
+    except OSError as e:
+        raise Failure(f"{target}: {e.strerror or e}") from None
+    print(f"wrote {target}", file=sys.stderr)
+    return exitcodes.CLEAN

@@ -5,7 +5,7 @@ import click
 from pathlib import Path
 
 from logtool.commands.options import epilog, format_option
-from logtool.commands.report import checked, emit
+from logtool.commands.checking import checked, emit
 from logtool.render.text import render_inventory
 
 

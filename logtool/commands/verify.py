@@ -7,7 +7,7 @@ from pathlib import Path
 from logtool.findings import KINDS, Severity, lookup
 from logtool.commands.options import (deep_option, epilog, fail_on_option, format_option, max_read_rate_option,
                                       spare_page_cache_option, transaction_timeout_option)
-from logtool.commands.report import checked, emit
+from logtool.commands.checking import checked, emit
 from logtool.render.text import render_kind, render_verify
 from logtool.store.pacing import read_policy
 

@@ -78,9 +78,9 @@ def run_audit(spark: SparkSession, audit: Audit, startup_seconds: float | None =
     else:
         out.remove("divergence")  # from an earlier run with --replicas: it would not describe this one
     for listing in listings:
-        counted.count(listing.report.findings, listing.report.operational_error)
-    for ld in log_dirs:
-        counted.count(ld.findings)
+        counted.count(listing.report.findings, listing.report.operational_error, listing.host)
+        for ld in listing.report.log_dirs:
+            counted.count(ld.findings, host=listing.host)
     summary = counted.summary(audit.fail_on)
     summary["divergence"] = divergence_summary(out.read("divergence"), out.read("partitions")) \
         if audit.settings.replicas else None

@@ -2,6 +2,7 @@
 checked, the driver adds the tallies up with the findings about PATHs and log dirs it already has."""
 from __future__ import annotations
 
+import datetime
 import heapq
 from collections import Counter
 from collections.abc import Iterable
@@ -16,6 +17,7 @@ from logtool.spark.rows import PARTITIONS
 from logtool.spark.task import Checked
 
 WORST_SHOWN = 10
+NO_TOPIC = "(no topic: a log dir or PATH)"
 # partition_row's columns the summary keeps for the worst partitions
 _WORST = ("path", "host", "status", "errors", "warnings", "infos", "worst_finding")
 _COLUMNS = PARTITIONS.fieldNames()
@@ -33,6 +35,13 @@ class Tally:
     by_code: Counter = field(default_factory=Counter)  # (code, name, severity) -> findings
     worst: list[tuple] = field(default_factory=list)  # (-errors, -warnings, path, row): the WORST_SHOWN first
     operational: bool = False  # verify's rule: an unusable PATH, or a partition that could not be listed
+    # For the report's breakdowns: (host or topic, severity) -> findings; host or topic -> bytes past the valid
+    # prefixes; the UTC day of the last record before each damage -> (partitions, bytes past it).
+    by_host: Counter = field(default_factory=Counter)
+    by_topic: Counter = field(default_factory=Counter)
+    damaged_host: Counter = field(default_factory=Counter)
+    damaged_topic: Counter = field(default_factory=Counter)
+    damage_days: Counter = field(default_factory=Counter)
 
     def add(self, c: Checked, partition_row: tuple) -> "Tally":
         """Count a checked partition, given its row of the partitions table."""
@@ -43,14 +52,30 @@ class Tally:
         self.batches += row["batches"]
         if row["records"] is not None:
             self.records = (self.records or 0) + row["records"]
-        self.count(c.report.all_findings(), any(f.name == "UNREADABLE" for f in c.report.findings))
+        topic = row["topic"] if row["topic"] is not None else NO_TOPIC
+        self.count(c.report.all_findings(), any(f.name == "UNREADABLE" for f in c.report.findings), row["host"],
+                   topic)
+        damaged = row["bytes"] - row["valid_bytes"]
+        if damaged:
+            self.damaged_host[row["host"]] += damaged
+            self.damaged_topic[topic] += damaged
+        if row["first_invalid_segment"] is not None:
+            self.damage_days[_day_of_damage(row)] += 1
         if row["errors"] or row["warnings"]:
             self.worst = heapq.nsmallest(WORST_SHOWN, [*self.worst, (-row["errors"], -row["warnings"], row["path"],
                                                                     {k: row[k] for k in _WORST})])
         return self
 
-    def count(self, findings: Iterable[Finding], operational: bool = False) -> "Tally":
-        self.by_code.update((f.code, f.name, str(f.severity)) for f in findings)
+    def count(self, findings: Iterable[Finding], operational: bool = False, host: str | None = None,
+              topic: str = NO_TOPIC) -> "Tally":
+        """Count findings (of the host that read them, and their partition's topic: none for a log dir's or
+        a PATH's own)."""
+        for f in findings:
+            severity = str(f.severity)
+            self.by_code[(f.code, f.name, severity)] += 1
+            if host is not None:
+                self.by_host[(host, severity)] += 1
+                self.by_topic[(topic, severity)] += 1
         self.operational |= operational
         return self
 
@@ -62,6 +87,10 @@ class Tally:
         if other.records is not None:
             self.records = (self.records or 0) + other.records
         self.by_code += other.by_code
+        for mine, theirs in ((self.by_host, other.by_host), (self.by_topic, other.by_topic),
+                             (self.damaged_host, other.damaged_host), (self.damaged_topic, other.damaged_topic),
+                             (self.damage_days, other.damage_days)):
+            mine.update(theirs)
         self.worst = heapq.nsmallest(WORST_SHOWN, self.worst + other.worst)
         self.operational |= other.operational
         return self
@@ -76,9 +105,33 @@ class Tally:
             "by_code": [{"code": code, "name": name, "severity": sev, "count": n}
                         for (code, name, sev), n in sorted(self.by_code.items(), key=lambda kv: (-kv[1], kv[0]))],
             "worst_partitions": [row for *_, row in self.worst],
+            "by_host": _breakdown("host", self.by_host, self.damaged_host),
+            "by_topic": _breakdown("topic", self.by_topic, self.damaged_topic),
+            "damage_by_day": [{"day": day, "partitions": n} for day, n in sorted(self.damage_days.items())],
             "operational_error": self.operational,
             "exit_code": fsck_code(self.operational, worst, fail_on),
         }
+
+
+def _day_of_damage(row: dict) -> str:
+    """The UTC day of the last timestamp in the segment where the partition's damage is: when it was written
+    to last before it broke ("unknown" when that segment holds no timestamp)."""
+    segment = next((s for s in row["segments"] if s[0] == row["first_invalid_segment"]), None)
+    ts = segment[10] if segment is not None else None
+    if ts is None or ts < 0:
+        return "unknown"
+    try:
+        return datetime.datetime.fromtimestamp(ts / 1000, datetime.timezone.utc).date().isoformat()
+    except (OverflowError, OSError, ValueError):
+        return "unknown"
+
+
+def _breakdown(key: str, findings: Counter, damaged: Counter) -> list[dict]:
+    """Per host or topic: findings by severity and bytes past the valid prefixes, the most troubled first."""
+    names = {name for name, _ in findings} | set(damaged)
+    rows = [{key: name, **{f"{s}s": findings[(name, str(s))] for s in Severity}, "damaged_bytes": damaged[name]}
+            for name in names]
+    return sorted(rows, key=lambda r: (-r["errors"], -r["warnings"], -r["damaged_bytes"], -r["infos"], r[key]))
 
 
 def divergence_summary(divergence: DataFrame, partitions: DataFrame) -> dict:
