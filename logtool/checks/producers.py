@@ -17,6 +17,7 @@ from logtool.format.batch import BatchView
 
 DEFAULT_TRANSACTION_TIMEOUT_MS = 15 * 60 * 1000  # transaction.max.timeout.ms's default: no transaction lasts longer
 _HALF = 1 << 30  # sequence distances past this, modulo 2**31, are read as going back
+_INT32_MAX = 2**31 - 1
 
 
 @dataclass(slots=True)
@@ -47,9 +48,23 @@ class ProducerCheck:
         self.spans: dict[int, ProducerSpan] = {}
 
     def feed_many(self, views: list[BatchView]) -> None:
+        spans = self.spans
         for v in views:
-            if v.producer_id >= 0 and v.magic >= 2:
-                self.feed(v)
+            pid = v.producer_id
+            if pid < 0 or v.magic < 2:
+                continue
+            # The common case inline (a producer's next data batch, its sequences following on, no
+            # transaction to open): a fifth of what `feed` costs, on every batch of an idempotent producer.
+            span = spans.get(pid)
+            if span is not None and not v.attributes & 0x20 and (span.open_after is not None or not v.attributes & 0x10):
+                last = span.last_data
+                seq, epoch = v.base_sequence, v.producer_epoch
+                if last is not None and last[0] == epoch == span.last_epoch and seq == last[1] + 1:
+                    delta = v.last_offset - v.base_offset
+                    if seq <= _INT32_MAX - delta:
+                        span.last_data = (epoch, seq + delta, v.last_offset, v.position)
+                        continue
+            self.feed(v)
 
     def feed(self, v: BatchView) -> None:
         pid = v.producer_id
