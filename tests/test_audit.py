@@ -289,7 +289,7 @@ def test_many_equal_partitions_make_whole_rounds_of_tasks(size, rounds):
 
 def test_listing_on_executors_is_the_driver_s(spark, fleet):
     # A cluster's executors list the PATHs (a local master lists in the driver): the same listings.
-    by_executors = list_on_executors(spark.sparkContext, tuple(fleet.paths), "test-listing")
+    by_executors = list_on_executors(spark.sparkContext, [(p, None) for p in fleet.paths], "test-listing")
     in_driver = [list_path(p) for p in fleet.paths]
     assert [(x.path, x.targets, [d.findings for d in x.report.log_dirs], x.report.findings) for x in by_executors] == \
         [(x.path, x.targets, [d.findings for d in x.report.log_dirs], x.report.findings) for x in in_driver]

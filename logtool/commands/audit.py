@@ -12,6 +12,7 @@ from logtool.findings import Severity
 from logtool.commands.options import (deep_option, epilog, fail_on_option, max_read_rate_option, paths_argument,
                                       spare_page_cache_option, transaction_timeout_option)
 from logtool.render.jsonout import emit_json
+from logtool.spark.hosts import LOCALITY_WAIT, pinned
 from logtool.spark.session import SparkUnavailable, require, start
 
 
@@ -86,8 +87,11 @@ def command(paths: tuple[Path, ...], output: str, master: str | None, deep: bool
     """Verify every partition of many log dirs as one Spark job: Parquet tables of findings and partitions
     (and replica divergence with --replicas), a summary, and verify's exit codes."""
     # Executors resolve a relative path in their own work dir: the driver's are made absolute here.
-    paths = tuple(p.absolute() for p in paths)
-    _check_output(output, paths)
+    # A HOST:PATH (rsync's and scp's form) is read only by an executor on that host, and is absolute there.
+    texts = tuple(str(p) if pinned(str(p))[0] else str(p.absolute()) for p in paths)
+    _check_output(output, tuple(Path(t) for t in texts if pinned(t)[0] is None))
+    if any(pinned(t)[0] for t in texts):
+        conf = {"spark.locality.wait": LOCALITY_WAIT, **conf}  # a pinned task waits for its host, whatever else
     try:
         require()
     except SparkUnavailable as e:
@@ -100,7 +104,7 @@ def command(paths: tuple[Path, ...], output: str, master: str | None, deep: bool
     from logtool.spark.task import Settings
 
     settings = Settings(deep, max_read_rate, spare_page_cache, replicas, transaction_timeout_ms)
-    audit = Audit(tuple(str(p) for p in paths), output, settings, task_bytes,
+    audit = Audit(texts, output, settings, task_bytes,
                   Severity.ERROR if fail_on == "error" else Severity.WARNING)
     began = time.perf_counter()
     if sys.stderr.isatty():  # the first seconds are the JVM's: say so, rather than a bar that does not move

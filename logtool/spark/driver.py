@@ -18,7 +18,8 @@ from pyspark.util import InheritableThread
 from logtool.findings import Severity
 from logtool.checks.logdir_set import check_log_dir_sets_by_node
 from logtool.spark.divergence import divergence
-from logtool.spark.listing import Listing, list_path
+from logtool.spark.hosts import Pin, located, pinned, resolve
+from logtool.spark.listing import Listing, list_path, not_audited
 from logtool.spark.outcome import blob, merged_rows, partition_path, unit_rows
 from logtool.spark.progress import job_progress
 from logtool.spark.rows import BATCH, FINDING, FINDINGS, PARTITION, PIECE, TAGGED, TALLY, listing_findings
@@ -102,19 +103,42 @@ def run_audit(spark: SparkSession, audit: Audit, startup_seconds: float | None =
 
 def _list(sc: SparkContext, paths: tuple[str, ...], group: str) -> list[Listing]:
     """What verify plans for each PATH, with segment sizes. On a cluster the PATHs may be reachable from the
-    executors only, so they list; with a local master the driver's machine is the executors' and listing in
-    this process saves a Spark job."""
+    executors only, so they list (a HOST:PATH on an executor of its host); with a local master the driver's
+    machine is the executors' and listing in this process saves a Spark job. A HOST:PATH whose host has no
+    live executor is not audited: a finding row says so and the rest goes on."""
+    asked = [pinned(p) for p in paths]
+    executors = resolve(sc, sorted({host for host, _ in asked if host is not None})) if any(h for h, _ in asked) \
+        else {}
+    work: list[tuple[int, str, Pin | None]] = []
+    listings: dict[int, Listing] = {}
+    for i, (host, path) in enumerate(asked):
+        if host is None:
+            work.append((i, path, None))
+        elif executors.get(host) is None:
+            listings[i] = not_audited(path, host, f"no live Spark executor on {host}")
+        else:
+            work.append((i, path, Pin(host, executors[host])))
     if sc.master.startswith("local"):
-        return [list_path(path) for path in paths]
-    return list_on_executors(sc, paths, group)
+        listings |= {i: list_path(path, pin) for i, path, pin in work}
+    elif work:
+        listings |= dict(zip((i for i, _, _ in work), list_on_executors(sc, [(p, pin) for _, p, pin in work], group)))
+    return [listings[i] for i in range(len(paths))]
 
 
-def list_on_executors(sc: SparkContext, paths: tuple[str, ...], group: str) -> list[Listing]:
+def list_on_executors(sc: SparkContext, paths: list[tuple[str, Pin | None]], group: str) -> list[Listing]:
+    """(PATH, its pin or None) listed on executors, each pinned one on its host, in the order given."""
     sc.setJobGroup(group, "logtool audit: listing the PATHs")
     with job_progress(sc, group, "listing"):
+        if any(pin for _, pin in paths):  # one task per PATH, each where it must run
+            return located(sc, [((p, pin), pin.executor if pin else None) for p, pin in paths]) \
+                .map(_list_one).collect()
         # One task per PATH (a log dir is a fair share of listing), but no more than the cluster runs at once.
         slices = max(1, min(len(paths), TASKS_PER_CORE * sc.defaultParallelism))
-        return sc.parallelize(paths, slices).map(list_path).collect()
+        return sc.parallelize([p for p, _ in paths], slices).map(list_path).collect()
+
+
+def _list_one(work: tuple[str, Pin | None]) -> Listing:
+    return list_path(*work)
 
 
 def _side_by_side(*calls: Callable[[], None]) -> None:
@@ -145,8 +169,10 @@ def _check(spark: SparkSession, units: list[Unit], settings: Settings, dirs: Bro
     partition's rows (the others are cached steps towards it, to unpersist at the end). Pieces of a split
     partition are joined again first, which is the only shuffle, and only when something was split."""
     sc = spark.sparkContext
-    checked = spark.createDataFrame(
-        sc.parallelize(units, max(1, len(units))).flatMap(partial(unit_rows, settings, dirs)), TAGGED).cache()
+    # Units pinned to a host (HOST:PATH) go where their host is; the others anywhere.
+    tasks = located(sc, [(u, u.host) for u in units]) if any(u.host for u in units) else \
+        sc.parallelize(units, max(1, len(units)))
+    checked = spark.createDataFrame(tasks.flatMap(partial(unit_rows, settings, dirs)), TAGGED).cache()
     if not any(item.piece is not None for unit in units for item in unit.items):
         return [checked]
     joined = (_kind(checked, PIECE).select("blob").rdd.map(blob).keyBy(partition_path).groupByKey().values()

@@ -3,11 +3,12 @@ that the driver can balance the tasks by bytes without reading a directory itsel
 from __future__ import annotations
 
 import os
-import socket
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from logtool.checks.engine import Report, Target, plan_targets
+from logtool.findings import finding
+from logtool.spark.hosts import Pin, executor_host, same_host
 from logtool.spark.pieces import Piece
 from logtool.store.layout import FileKind, classify_file
 
@@ -21,6 +22,7 @@ class Sized:
     log_dir: str
     segments: tuple[tuple[int, int], ...] = ()
     piece: Piece | None = None  # a partition too large for one task: the base offsets this item walks
+    pin: Pin | None = None  # from a HOST:PATH: read only by an executor on that host
 
     def cut(self, first: int, end: int | None, segments: tuple[tuple[int, int], ...]) -> "Sized":
         return replace(self, piece=(first, end), segments=segments)
@@ -36,14 +38,31 @@ class Listing:
     targets: list[Sized] = field(default_factory=list)
 
 
-def list_path(path: str) -> Listing:
+def list_path(path: str, pin: Pin | None = None) -> Listing:
+    """What verify plans for PATH, as this executor sees it. A pinned PATH (HOST:PATH) is read only on its
+    host: elsewhere the listing says it was not audited; its log dirs and partitions are named HOST:PATH."""
+    here = executor_host()
+    if pin is not None and not same_host(pin.executor, here):
+        return not_audited(path, pin.asked, f"its task ran on {here}")
     report = Report()
-    listing = Listing(str(Path(path)), socket.gethostname(), report)  # named as verify's findings name it
+    # named as verify's findings name it, with the host asked for where there was one
+    listing = Listing(pin.named(str(Path(path))) if pin else str(Path(path)), pin.reader(here) if pin else here,
+                      report)
     for target in plan_targets([Path(path)], report):
         # A partition's log dir is its parent; a lone segment file's is its partition dir's parent.
-        log_dir = target.path.parent.parent if target.single_file else target.path.parent
-        listing.targets.append(Sized(target, str(log_dir), _segment_sizes(target)))
+        log_dir = str(target.path.parent.parent if target.single_file else target.path.parent)
+        listing.targets.append(Sized(target, pin.named(log_dir) if pin else log_dir, _segment_sizes(target), pin=pin))
+    if pin is not None:
+        for ld in report.log_dirs:
+            ld.path = pin.named(ld.path)
     return listing
+
+
+def not_audited(path: str, asked: str, why: str) -> Listing:
+    """A pinned PATH no executor on its host read: a finding row, an operational error."""
+    report = Report(operational_error=True)
+    report.findings.append(finding("NOT_AUDITED", f"not audited: {why}", f"{asked}:{path}"))
+    return Listing(f"{asked}:{path}", asked, report)
 
 
 def _segment_sizes(target: Target) -> tuple[tuple[int, int], ...]:

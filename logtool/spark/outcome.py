@@ -63,4 +63,5 @@ def blob(row) -> object:
 def partition_path(c: Checked) -> str:
     """The key the pieces of one partition are grouped by (here, not in the driver: executors unpickle it,
     and importing the driver's module would pull its progress display into every executor)."""
-    return str(c.item.target.path)
+    pin = c.item.pin
+    return pin.named(str(c.item.target.path)) if pin else str(c.item.target.path)

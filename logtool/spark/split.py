@@ -27,6 +27,7 @@ class Unit:
 
     items: tuple[Sized, ...]
     weight: int
+    host: str | None = None  # the executor host its items are pinned to (HOST:PATH), or anywhere
 
 
 def weight(item: Sized) -> int:
@@ -67,7 +68,16 @@ def pieces(item: Sized, task_bytes: int) -> list[Sized]:
 def split(items: Sequence[Sized], task_bytes: int) -> list[Unit]:
     """As many units as `task_bytes` makes of the whole, their weights as even as the items allow: each item,
     heaviest first, goes to the lightest unit so far (so no unit is heavier than the average by more than
-    one item). Heaviest unit first: Spark starts tasks in this order, so the long ones do not come last."""
+    one item). Heaviest unit first: Spark starts tasks in this order, so the long ones do not come last.
+    Items pinned to a host (HOST:PATH) are split among themselves: a unit runs on one host."""
+    by_host: dict[str | None, list[Sized]] = {}
+    for item in items:
+        by_host.setdefault(item.pin.executor if item.pin else None, []).append(item)
+    units = [u for host, group in by_host.items() for u in _split(group, task_bytes, host)]
+    return sorted(units, key=lambda u: -u.weight)
+
+
+def _split(items: Sequence[Sized], task_bytes: int, host: str | None) -> list[Unit]:
     work = sorted((p for i in items for p in pieces(i, task_bytes)), key=lambda p: (-weight(p), str(p.target.path)))
     count = max(1, min(len(work), -(-sum(map(weight, work)) // task_bytes)))
     loads = [(0, i) for i in range(count)]  # a heap of (weight so far, unit)
@@ -76,5 +86,4 @@ def split(items: Sequence[Sized], task_bytes: int) -> list[Unit]:
         load, i = heapq.heappop(loads)
         members[i].append(item)
         heapq.heappush(loads, (load + weight(item), i))
-    units = [Unit(tuple(m), sum(map(weight, m))) for m in members if m]
-    return sorted(units, key=lambda u: -u.weight)
+    return [Unit(tuple(m), sum(map(weight, m)), host) for m in members if m]

@@ -53,7 +53,7 @@ class Tally:
         if row["records"] is not None:
             self.records = (self.records or 0) + row["records"]
         topic = row["topic"] if row["topic"] is not None else NO_TOPIC
-        self.count(c.report.all_findings(), any(f.name == "UNREADABLE" for f in c.report.findings), row["host"],
+        self.count(c.report.all_findings(), any(f.name in ("UNREADABLE", "NOT_AUDITED") for f in c.report.findings), row["host"],
                    topic)
         damaged = row["bytes"] - row["valid_bytes"]
         if damaged:

@@ -2,7 +2,6 @@
 pieces of a split partition joined again."""
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -12,7 +11,10 @@ from logtool.checks.engine import check_target
 from logtool.checks.producers import DEFAULT_TRANSACTION_TIMEOUT_MS
 from logtool.spark.pieces import check_piece, finish_pieces
 from logtool.format.batch import BatchView
+from logtool.findings import finding
+from logtool.spark.hosts import executor_host, same_host
 from logtool.spark.listing import Sized
+from logtool.store.layout import parse_partition_dir
 from logtool.spark.split import Unit
 from logtool.store.pacing import read_policy
 
@@ -56,15 +58,30 @@ class Checked:
 def check_unit(settings: Settings, unit: Unit) -> Iterator[Checked]:
     # One reading policy per task: --max-read-rate caps each task, as the operator sizes it per disk.
     reading = read_policy(settings.max_read_rate, settings.spare_page_cache)
-    host = socket.gethostname()
+    here = executor_host()
     for item in unit.items:
+        pin = item.pin
+        if pin is not None and not same_host(pin.executor, here):  # never another host's disk
+            yield Checked(item, pin.asked, _not_audited(item, f"its task ran on {here}"), 0.0)
+            continue
         lens = BatchKeys() if settings.replicas else None
         start = time.perf_counter()
         if item.piece is None:
             report = check_target(item.target, settings.deep, reading, lens, settings.transaction_timeout_ms)
         else:
             report = check_piece(item.target, item.piece, settings.deep, reading, lens)
-        yield Checked(item, host, report, time.perf_counter() - start, lens.keys if lens else [])
+        if pin is not None:
+            report.path = pin.named(report.path)
+        yield Checked(item, pin.reader(here) if pin else here, report, time.perf_counter() - start,
+                      lens.keys if lens else [])
+
+
+def _not_audited(item: Sized, why: str) -> PartitionReport:
+    name = parse_partition_dir(item.target.path.name)
+    rep = PartitionReport(item.pin.named(str(item.target.path)), *((name.topic, name.partition, name.kind)
+                                                                   if name else (None, None)))
+    rep.findings.append(finding("NOT_AUDITED", f"not audited: {why}", rep.path))
+    return rep
 
 
 def merge(pieces: Iterable[Checked], transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS) -> Checked:

@@ -1,0 +1,160 @@
+"""The audit on a real Spark standalone cluster, started here from the installed pyspark on loopback: a master and
+two workers bound to 127.0.0.2 and 127.0.0.3, which play two broker hosts. PATHs written HOST:PATH are read on
+their host only; with one worker stopped, its PATHs come back as "not audited" rows and the rest is complete.
+Every process is stopped at the end, failure or not."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from conftest import LOGTOOL, ROOT, run_logtool
+from fixtures.fleet import TopicSpec, write_fleet
+from logtool.spark.session import start
+
+WORKERS = ("127.0.0.2", "127.0.0.3")
+SPARK_HOME = Path(__import__("pyspark").__file__).parent
+TOPICS = [TopicSpec("orders", 10, 1500, segment_bytes=500), TopicSpec("clicks", 6, 1200)]
+
+
+def _free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def _spark_class(args: list[str], env: dict, log: Path) -> subprocess.Popen:
+    return subprocess.Popen([str(SPARK_HOME / "bin" / "spark-class"), *args], env={**os.environ, **env},
+                            stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def _wait_for(log: Path, text: str, proc: subprocess.Popen, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while text not in log.read_text(errors="replace"):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise AssertionError(f"{text!r} not in {log}:\n{log.read_text(errors='replace')[-2000:]}")
+        time.sleep(0.3)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cluster")
+    env = {"SPARK_HOME": str(SPARK_HOME), "SPARK_LOG_DIR": str(root), "SPARK_NO_DAEMONIZE": "1"}
+    procs: dict[str, subprocess.Popen] = {}
+    try:
+        port = _free_port()
+        master_log = root / "master.log"
+        procs["master"] = _spark_class(["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port",
+                                        str(port), "--webui-port", str(_free_port())],
+                                       {**env, "SPARK_LOCAL_IP": "127.0.0.1"}, master_log)
+        _wait_for(master_log, "I have been elected leader", procs["master"])
+        url = f"spark://127.0.0.1:{port}"
+        for ip in WORKERS:
+            log = root / f"worker-{ip}.log"
+            procs[ip] = _spark_class(["org.apache.spark.deploy.worker.Worker", "--host", ip, "--cores", "1", "--memory",
+                                      "1g", "--webui-port", "0", "--work-dir", str(root / f"work-{ip}"), url],
+                                     {**env, "SPARK_LOCAL_IP": ip}, log)
+            _wait_for(log, "Successfully registered with master", procs[ip])
+        yield SimpleNamespace(url=url, procs=procs, root=root)
+    finally:
+        for proc in reversed(list(procs.values())):
+            _stop(proc)
+
+
+@pytest.fixture(scope="module")
+def brokers(tmp_path_factory):
+    written = write_fleet(tmp_path_factory.mktemp("brokers"), TOPICS)
+    return written.log_dirs
+
+
+@pytest.fixture(scope="module")
+def local_spark():
+    session, _ = start("local[1]", {"spark.ui.enabled": "false"})
+    yield session
+    session.stop()
+
+
+def _audit(cluster, paths: list[str], out: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(LOGTOOL), "audit", "--master", cluster.url, *paths, "-o", str(out), "--format", "json",
+                           *extra], capture_output=True, text=True, timeout=600, cwd="/")
+
+
+def _verify(log_dirs) -> list[dict]:
+    return [json.loads(run_logtool("verify", "--format", "json", str(d)).stdout) for d in log_dirs]
+
+
+def _unpinned(path: str) -> str:
+    host, sep, rest = path.partition(":")
+    return rest if sep and host in WORKERS else path
+
+
+def test_pinned_paths_are_read_on_their_hosts_and_agree_with_verify(cluster, brokers, local_spark, tmp_path):
+    pins = {brokers[0]: WORKERS[0], brokers[1]: WORKERS[1], brokers[2]: WORKERS[0]}
+    out = tmp_path / "out"
+    r = _audit(cluster, [f"{host}:{d}" for d, host in pins.items()], out)
+    assert "Traceback" not in r.stderr, r.stderr[-3000:]
+    summary = json.loads(r.stdout)
+    docs = _verify(brokers)
+    assert (summary["errors"], summary["warnings"], summary["infos"]) == \
+        tuple(sum(d["summary"][k] for d in docs) for k in ("errors", "warnings", "infos"))
+    assert summary["exit_code"] == 4  # the planted damage, found as verify finds it
+    parts = local_spark.read.parquet(str(out / "partitions")).collect()
+    assert len(parts) == sum(len(d["partitions"]) for d in docs)
+    for row in parts:
+        host, _, path = row.path.partition(":")
+        assert pins[Path(path).parent] == host, row.path  # named as asked
+        assert row.host == f"{host} (read on {host})", row.host  # and read there, by that worker's executor
+    found = sorted((_unpinned(r.path), r.code, r.file, r.position, r.offset, r.message)
+                   for r in local_spark.read.parquet(str(out / "findings")).collect())
+    expected = sorted([(p["path"], f["code"], f["file"], f["position"], f["offset"], f["message"])
+                       for d in docs for p in d["partitions"]
+                       for f in [*p["findings"], *(f for s in p["segments"] for f in s["findings"])]]
+                      + [(ld["path"], f["code"], f["file"], f["position"], f["offset"], f["message"])
+                         for d in docs for ld in d["log_dirs"] for f in ld["findings"]])
+    assert found == expected
+
+
+def test_spark_submit_runs_the_pinned_job_too(cluster, brokers, tmp_path):
+    out = tmp_path / "out"
+    r = subprocess.run([str(SPARK_HOME / "bin" / "spark-submit"), "--master", cluster.url,
+                        "--conf", f"spark.pyspark.python={sys.executable}",
+                        "--conf", f"spark.pyspark.driver.python={sys.executable}",
+                        str(ROOT / "logtool" / "spark_job.py"), f"{WORKERS[1]}:{brokers[1]}", "-o", str(out),
+                        "--format", "json"], capture_output=True, text=True, timeout=600, cwd="/",
+                       env={**os.environ, "SPARK_HOME": str(SPARK_HOME)})
+    assert "Traceback" not in r.stderr, r.stderr[-3000:]
+    summary = json.loads(r.stdout)
+    doc = _verify([brokers[1]])[0]
+    assert summary["partitions"] == len(doc["partitions"]) and summary["errors"] == doc["summary"]["errors"]
+
+
+def test_a_stopped_hosts_paths_are_not_audited_and_the_rest_is_complete(cluster, brokers, local_spark, tmp_path):
+    _stop(cluster.procs[WORKERS[1]])  # the last test of the module: the cluster goes on with one worker
+    out = tmp_path / "out"
+    r = _audit(cluster, [f"{WORKERS[0]}:{brokers[0]}", f"{WORKERS[1]}:{brokers[1]}"], out)
+    assert r.returncode == 8, r.stderr[-3000:]
+    summary = json.loads(r.stdout)
+    missing = [row for row in local_spark.read.parquet(str(out / "findings")).collect() if row.name == "NOT_AUDITED"]
+    assert [(m.scope, m.path, m.message) for m in missing] == \
+        [("path", f"{WORKERS[1]}:{brokers[1]}", f"not audited: no live Spark executor on {WORKERS[1]}")]
+    doc = _verify([brokers[0]])[0]
+    assert summary["partitions"] == len(doc["partitions"])
+    assert summary["errors"] == doc["summary"]["errors"] + 1  # broker-0 complete, plus the row for broker-1
