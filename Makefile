@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CORE := $(VENV)/.installed-core
 
-.PHONY: demo test bench fuzz readme clean
+.PHONY: demo test bench fuzz readme pack-env clean
 
 # The core (what `make demo` runs): logtool and its own dependencies, no Spark, test or bench extras.
 $(CORE): pyproject.toml logtool/store/_mapguard.c logtool/format/_kernel.c
@@ -40,9 +40,14 @@ N ?= 100000
 fuzz: $(STAMP)
 	N=$(N) $(BIN)/python -m bench.fuzz --n $(N)
 
+# The packed environment for executors without logtool (README: the fleet audit's nodes).
+ENV_ARCHIVE ?= dist/logtool-env.tar.gz
+pack-env: $(STAMP)
+	$(BIN)/python -m tools.pack_env $(ENV_ARCHIVE)
+
 # README.md's generated parts (every --help, the findings table), from the code; a test checks them.
 readme: $(CORE)
 	$(BIN)/python -m tools.readme
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build dist *.egg-info

@@ -146,6 +146,27 @@ def test_spark_submit_runs_the_pinned_job_too(cluster, brokers, tmp_path):
     assert summary["partitions"] == len(doc["partitions"]) and summary["errors"] == doc["summary"]["errors"]
 
 
+def test_the_packed_environment_recipe_runs_on_executors_without_logtool(cluster, brokers, tmp_path):
+    """README's recipe as written: `make pack-env`'s archive, unpacked by Spark beside each executor, is the
+    executors' Python (PYSPARK_PYTHON=./env/bin/python); the driver's is this one (PYSPARK_DRIVER_PYTHON)."""
+    archive = tmp_path / "logtool-env.tar.gz"
+    subprocess.run([sys.executable, "-m", "tools.pack_env", str(archive)], cwd=ROOT, check=True, timeout=600)
+    out = tmp_path / "out"
+    env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "PYSPARK_DRIVER_PYTHON": sys.executable,
+           "PYSPARK_PYTHON": "./env/bin/python"}
+    r = subprocess.run([str(SPARK_HOME / "bin" / "spark-submit"), "--master", cluster.url, "--archives",
+                        f"{archive}#env", str(ROOT / "logtool" / "spark_job.py"), f"{WORKERS[0]}:{brokers[2]}",
+                        "-o", str(out), "--format", "json"], capture_output=True, text=True, timeout=600, cwd="/",
+                       env=env)
+    assert "Traceback" not in r.stderr, r.stderr[-3000:]
+    summary = json.loads(r.stdout)
+    doc = _verify([brokers[2]])[0]
+    assert summary["partitions"] == len(doc["partitions"]) and summary["errors"] == doc["summary"]["errors"]
+    # Spark unpacked the archive in the executor's work dir, where ./env/bin/python (which started every
+    # Python worker, or the job would have failed) is found
+    assert list((cluster.root / f"work-{WORKERS[0]}").glob("app-*/*/env/bin/python"))
+
+
 def test_a_stopped_hosts_paths_are_not_audited_and_the_rest_is_complete(cluster, brokers, local_spark, tmp_path):
     _stop(cluster.procs[WORKERS[1]])  # the last test of the module: the cluster goes on with one worker
     out = tmp_path / "out"
