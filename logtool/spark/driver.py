@@ -68,7 +68,28 @@ def run_audit(spark: SparkSession, audit: Audit, startup_seconds: float | None =
 
     sc.setJobGroup(f"{group}-output", "logtool audit: writing the tables")
     out = _Output(spark, audit.output)
-    files = max(1, min(len(units), counted.partitions // ROWS_PER_FILE + 1))
+    with job_progress(sc, f"{group}-output", "writing the tables"):
+        summary = _write(spark, out, audit, counted, rows, listings, len(units))
+    for cached in rows:
+        cached.unpersist()
+    dirs.destroy()
+    done = time.perf_counter()
+
+    summary |= {
+        "paths": list(audit.paths), "output": audit.output, "master": sc.master, "tasks": len(units),
+        "task_bytes": task_bytes,
+        "seconds": {"startup": None if startup_seconds is None else round(startup_seconds, 3),
+                    "listing": round(listed - began, 3), "check": round(checked_at - listed, 3),
+                    "output": round(done - checked_at, 3), "total": round(done - began, 3)},
+    }
+    out.text("summary.json", json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def _write(spark: SparkSession, out: "_Output", audit: Audit, counted: Tally, rows: list[DataFrame],
+           listings: list[Listing], units: int) -> dict:
+    """The tables, from the cached check rows, and the summary's counts."""
+    files = max(1, min(units, counted.partitions // ROWS_PER_FILE + 1))
     about_paths = spark.createDataFrame([r for listing in listings for r in listing_findings(listing)], FINDINGS)
     # Two small jobs over the cache, each keeping one core busy in the JVM: side by side.
     _side_by_side(lambda: out.table("findings", _kind(rows[-1], FINDING).select("finding.*")
@@ -85,19 +106,6 @@ def run_audit(spark: SparkSession, audit: Audit, startup_seconds: float | None =
     summary = counted.summary(audit.fail_on)
     summary["divergence"] = divergence_summary(out.read("divergence"), out.read("partitions")) \
         if audit.settings.replicas else None
-    for cached in rows:
-        cached.unpersist()
-    dirs.destroy()
-    done = time.perf_counter()
-
-    summary |= {
-        "paths": list(audit.paths), "output": audit.output, "master": sc.master, "tasks": len(units),
-        "task_bytes": task_bytes,
-        "seconds": {"startup": None if startup_seconds is None else round(startup_seconds, 3),
-                    "listing": round(listed - began, 3), "check": round(checked_at - listed, 3),
-                    "output": round(done - checked_at, 3), "total": round(done - began, 3)},
-    }
-    out.text("summary.json", json.dumps(summary, indent=2) + "\n")
     return summary
 
 
