@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -124,12 +125,7 @@ def test_pinned_paths_are_read_on_their_hosts_and_agree_with_verify(cluster, bro
         assert row.host == f"{host} (read on {host})", row.host  # and read there, by that worker's executor
     found = sorted((_unpinned(r.path), r.code, r.file, r.position, r.offset, r.message)
                    for r in local_spark.read.parquet(str(out / "findings")).collect())
-    expected = sorted([(p["path"], f["code"], f["file"], f["position"], f["offset"], f["message"])
-                       for d in docs for p in d["partitions"]
-                       for f in [*p["findings"], *(f for s in p["segments"] for f in s["findings"])]]
-                      + [(ld["path"], f["code"], f["file"], f["position"], f["offset"], f["message"])
-                         for d in docs for ld in d["log_dirs"] for f in ld["findings"]])
-    assert found == expected
+    assert found == _verify_rows(docs)
 
 
 def test_spark_submit_runs_the_pinned_job_too(cluster, brokers, tmp_path):
@@ -167,8 +163,44 @@ def test_the_packed_environment_recipe_runs_on_executors_without_logtool(cluster
     assert list((cluster.root / f"work-{WORKERS[0]}").glob("app-*/*/env/bin/python"))
 
 
+def test_a_worker_killed_during_the_checks_changes_nothing(cluster, brokers, local_spark, tmp_path):
+    """Spark runs the lost tasks again on the other worker: the result is verify's, row for row."""
+    out = tmp_path / "out"
+    proc = subprocess.Popen([str(LOGTOOL), "audit", "--master", cluster.url, *map(str, brokers), "-o", str(out),
+                             "--format", "json", "--task-bytes", "1"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd="/")
+    victim = WORKERS[1]
+    deadline = time.monotonic() + 300
+    while not _checking_on(cluster.root / f"work-{victim}"):  # a check task (stage 2 or later) has started there
+        assert proc.poll() is None and time.monotonic() < deadline, "the audit ended before a check ran on " + victim
+        time.sleep(0.2)
+    _stop(cluster.procs[victim])
+    stdout, stderr = proc.communicate(timeout=600)
+    assert "Traceback" not in stderr, stderr[-3000:]
+    summary = json.loads(stdout)
+    docs = _verify(brokers)
+    assert summary["partitions"] == sum(len(d["partitions"]) for d in docs)
+    found = sorted((r.path, r.code, r.file, r.position, r.offset, r.message)
+                   for r in local_spark.read.parquet(str(out / "findings")).collect())
+    assert found == _verify_rows(docs)
+
+
+def _checking_on(work: Path) -> bool:
+    apps = sorted(work.glob("app-*"))
+    logs = list(apps[-1].glob("*/stderr")) if apps else []
+    return any(re.search(r"Running task \S+ in stage ([2-9]|\d\d)", p.read_text(errors="replace")) for p in logs)
+
+
+def _verify_rows(docs: list[dict]) -> list[tuple]:
+    return sorted([(p["path"], f["code"], f["file"], f["position"], f["offset"], f["message"])
+                   for d in docs for p in d["partitions"]
+                   for f in [*p["findings"], *(f for s in p["segments"] for f in s["findings"])]]
+                  + [(ld["path"], f["code"], f["file"], f["position"], f["offset"], f["message"])
+                     for d in docs for ld in d["log_dirs"] for f in ld["findings"]])
+
+
 def test_a_stopped_hosts_paths_are_not_audited_and_the_rest_is_complete(cluster, brokers, local_spark, tmp_path):
-    _stop(cluster.procs[WORKERS[1]])  # the last test of the module: the cluster goes on with one worker
+    _stop(cluster.procs[WORKERS[1]])  # (stopped already by the test before): the cluster goes on with one worker
     out = tmp_path / "out"
     r = _audit(cluster, [f"{WORKERS[0]}:{brokers[0]}", f"{WORKERS[1]}:{brokers[1]}"], out)
     assert r.returncode == 8, r.stderr[-3000:]
