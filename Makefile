@@ -32,6 +32,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.truncate
 	$(BIN)/python -m bench.dump
 	$(BIN)/python -m bench.audit
+	$(BIN)/python -m bench.audit_many
 	$(BIN)/python -m bench.kernel
 
 # The seeded mutation fuzzer (fuzz/): N inputs over every (file kind x target) pair; totals in

@@ -23,12 +23,23 @@ def _importable() -> None:
         sys.path.insert(0, str(here.parent))
 
 
+def _missing() -> list[str]:
+    """What the driver cannot import of what the audit needs (the checkout's package itself is found above)."""
+    from logtool.spark.session import EXECUTOR_NEEDS
+
+    needs = (("click",), ("rich",), *EXECUTOR_NEEDS)
+    return [choices[0] for choices in needs
+            if not any(importlib.util.find_spec(m.split(".")[0]) for m in choices)]
+
+
 if __name__ == "__main__":
     _importable()
-    try:
-        from logtool.cli import main
-    except ImportError as e:  # spark-submit's Python is not the one logtool is installed in
-        print(f"logtool: {sys.executable} cannot import {e.name or e}: run spark-submit with PYSPARK_PYTHON and "
-              f"PYSPARK_DRIVER_PYTHON set to the Python logtool is installed in", file=sys.stderr)
+    missing = _missing()
+    if missing:  # spark-submit's Python is not the one logtool is installed in
+        print(f"logtool: {sys.executable} (spark-submit's Python) cannot import {', '.join(missing)}: run spark-submit "
+              f"with PYSPARK_DRIVER_PYTHON and PYSPARK_PYTHON set to the Python logtool is installed in",
+              file=sys.stderr)
         sys.exit(8)
+    from logtool.cli import main
+
     main(["audit", *sys.argv[1:]])

@@ -300,6 +300,18 @@ def _rows_without(rows, name: str):
     return [r for r in rows if Path(r[1]).name != name]
 
 
+def test_spark_submit_with_a_python_lacking_logtool_s_dependencies_is_one_line(tmp_path):
+    """spark-submit runs the job with whatever Python it finds (PYSPARK_DRIVER_PYTHON unset): a bare one
+    says what it cannot import, in one line, before anything starts."""
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    r = subprocess.run([str(bare / "bin" / "python"), str(JOB), str(tmp_path), "-o", str(tmp_path / "out")],
+                       capture_output=True, text=True, timeout=120, cwd="/")
+    assert r.returncode == 8 and r.stdout == ""
+    assert r.stderr.count("\n") == 1 and "(spark-submit's Python) cannot import click, rich, crc32c" in r.stderr
+    assert "PYSPARK_DRIVER_PYTHON" in r.stderr and not (tmp_path / "out").exists()
+
+
 def test_spark_submit_runs_the_same_job(spark, fleet, audited, tmp_path):
     out = tmp_path / "out"
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1",

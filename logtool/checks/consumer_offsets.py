@@ -13,7 +13,8 @@ from functools import cache
 
 from logtool.findings import Finding, Sink
 from logtool.format.batch import BatchView
-from logtool.format.messages import Message, MessageError, parse
+from logtool.format.messages import Message, MessageError
+from logtool.format.schemas import load
 from logtool.format.records import RecordError, iter_records
 
 TOPIC = "__consumer_offsets"
@@ -24,9 +25,7 @@ Commit = tuple[int, int, int] | None  # (committed offset, record offset, batch 
 
 @cache
 def _keys() -> dict[int, Message]:
-    from logtool.format.schemas import group
-
-    return {m.id: m for m in parse(group.TEXT).values() if m.name.endswith("OffsetCommitKey")}
+    return {m.id: m for m in load("group").values() if m.name.endswith("OffsetCommitKey")}
 
 
 def commit_of(key: bytes | None, value: bytes | None) -> tuple[Key, int | None] | None:

@@ -18,7 +18,8 @@ import struct
 from functools import cache
 from typing import NamedTuple
 
-from logtool.format.messages import Message, MessageError, jackson, jsonable, parse
+from logtool.format.messages import Message, MessageError, jackson, jsonable
+from logtool.format.schemas import load
 from logtool.format.varint import VarintError, read_unsigned_varint
 from logtool.store.layout import BOOTSTRAP_CHECKPOINT, kraft_snapshot_id, parse_partition_dir
 
@@ -76,9 +77,7 @@ def _raw(data: bytes | None, error: str | None) -> dict | None:
 @cache
 def _coordinator_schemas(module: str) -> tuple[dict[int, Message], dict[int, Message]]:
     """Key and value messages by record type, from one schema module."""
-    from importlib import import_module
-
-    messages = parse(import_module(f"logtool.format.schemas.{module}").TEXT).values()
+    messages = load(module).values()
     keys = {m.id: m for m in messages if m.name.endswith("Key")}
     values = {m.id: m for m in messages if m.name.endswith("Value")}
     return keys, values
@@ -154,20 +153,13 @@ def _consumer_protocol(message: str, data: object) -> object:
     as they are where they do not hold one (Kafka keeps them so too)."""
     if not isinstance(data, bytes) or len(data) < 2:
         return data
-    schema = parse_consumer()[message]
+    schema = load("consumer")[message]
     version = _INT16.unpack_from(data)[0]
     try:
         obj, _end = schema.read(data, version, 2)
     except MessageError:
         return data
     return obj
-
-
-@cache
-def parse_consumer() -> dict[str, Message]:
-    from logtool.format.schemas import consumer
-
-    return parse(consumer.TEXT)
 
 
 class TransactionLog(_Coordinator):
@@ -179,9 +171,7 @@ class TransactionLog(_Coordinator):
 
 @cache
 def _metadata_schemas() -> dict[int, Message]:
-    from logtool.format.schemas import metadata
-
-    return {m.id: m for m in parse(metadata.TEXT).values()}
+    return {m.id: m for m in load("metadata").values()}
 
 
 def metadata_type_name(message: Message) -> str:

@@ -26,3 +26,20 @@ Each module holds texts in this form (one message or struct per block, blocks se
 - `default=` as the schema's "default" (numbers, `true`/`false`, `null`, text without spaces); without one, the
   type's own (0, false, "", empty, the zero uuid).
 """
+from __future__ import annotations
+
+from functools import cache
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from logtool.format.messages import Message
+
+
+@cache
+def load(module: str) -> dict[str, "Message"]:
+    """The messages of one schema module (`group`, `transaction`, `consumer`, `metadata`, `kraft`) by name,
+    parsed once per process."""
+    from logtool.format.messages import parse
+
+    return parse(import_module(f"logtool.format.schemas.{module}").TEXT)
