@@ -17,9 +17,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import LOGTOOL, ROOT, run_logtool
+from conftest import KAFKA_WRITTEN, LOGTOOL, ROOT, SHARED, require, run_logtool
 from fixtures.fleet import TopicSpec, write_fleet
 from logtool.spark.session import start
+from logtool.store.layout import parse_partition_dir
 
 WORKERS = ("127.0.0.2", "127.0.0.3")
 SPARK_HOME = Path(__import__("pyspark").__file__).parent
@@ -123,8 +124,8 @@ def test_pinned_paths_are_read_on_their_hosts_and_agree_with_verify(cluster, bro
         host, _, path = row.path.partition(":")
         assert pins[Path(path).parent] == host, row.path  # named as asked
         assert row.host == f"{host} (read on {host})", row.host  # and read there, by that worker's executor
-    found = sorted((_unpinned(r.path), r.code, r.file, r.position, r.offset, r.message)
-                   for r in local_spark.read.parquet(str(out / "findings")).collect())
+    found = sorted(((_unpinned(r.path), r.code, r.file, r.position, r.offset, r.message)
+                    for r in local_spark.read.parquet(str(out / "findings")).collect()), key=repr)
     assert found == _verify_rows(docs)
 
 
@@ -163,11 +164,21 @@ def test_the_packed_environment_recipe_runs_on_executors_without_logtool(cluster
     assert list((cluster.root / f"work-{WORKERS[0]}").glob("app-*/*/env/bin/python"))
 
 
+def shared_paths() -> list[Path]:
+    """The shared fixtures as PATHs: every real broker's log dir, every Kafka-written partition dir."""
+    real = sorted({p.parent.parent for root in (SHARED / "real", SHARED / "real-more")
+                   for p in require(root).rglob("*.log") if parse_partition_dir(p.parent.name) is not None})
+    written = sorted(p for p in require(KAFKA_WRITTEN).glob("*/*-[0-9]*") if p.is_dir())
+    return real + written
+
+
 def test_a_worker_killed_during_the_checks_changes_nothing(cluster, brokers, local_spark, tmp_path):
-    """Spark runs the lost tasks again on the other worker: the result is verify's, row for row."""
+    """Over the shared fixtures and the generated brokers, Spark runs the lost tasks again on the other
+    worker: the result is verify's, row for row."""
     out = tmp_path / "out"
-    proc = subprocess.Popen([str(LOGTOOL), "audit", "--master", cluster.url, *map(str, brokers), "-o", str(out),
-                             "--format", "json", "--task-bytes", "1"], stdout=subprocess.PIPE,
+    paths = [*brokers, *shared_paths()]
+    proc = subprocess.Popen([str(LOGTOOL), "audit", "--master", cluster.url, *map(str, paths), "-o", str(out),
+                             "--format", "json", "--task-bytes", "4000000"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd="/")
     victim = WORKERS[1]
     deadline = time.monotonic() + 300
@@ -178,11 +189,15 @@ def test_a_worker_killed_during_the_checks_changes_nothing(cluster, brokers, loc
     stdout, stderr = proc.communicate(timeout=600)
     assert "Traceback" not in stderr, stderr[-3000:]
     summary = json.loads(stdout)
-    docs = _verify(brokers)
-    assert summary["partitions"] == sum(len(d["partitions"]) for d in docs)
-    found = sorted((r.path, r.code, r.file, r.position, r.offset, r.message)
-                   for r in local_spark.read.parquet(str(out / "findings")).collect())
+    docs = _verify(paths)
+    assert summary["partitions"] == sum(len(d["partitions"]) for d in docs) > 1500
+    rows = local_spark.read.parquet(str(out / "findings")).collect()
+    # The audit holds log dirs of one node id against each other (META_PROPERTIES_MISMATCH): the shared
+    # fixtures come from many clusters whose brokers share node ids, which verify, one PATH at a time, never sees.
+    found = sorted(((r.path, r.code, r.file, r.position, r.offset, r.message) for r in rows
+                    if r.name != "META_PROPERTIES_MISMATCH"), key=repr)
     assert found == _verify_rows(docs)
+    assert {r.scope for r in rows if r.name == "META_PROPERTIES_MISMATCH"} <= {"log_dir"}
 
 
 def _checking_on(work: Path) -> bool:
@@ -196,7 +211,7 @@ def _verify_rows(docs: list[dict]) -> list[tuple]:
                    for d in docs for p in d["partitions"]
                    for f in [*p["findings"], *(f for s in p["segments"] for f in s["findings"])]]
                   + [(ld["path"], f["code"], f["file"], f["position"], f["offset"], f["message"])
-                     for d in docs for ld in d["log_dirs"] for f in ld["findings"]])
+                     for d in docs for ld in d["log_dirs"] for f in ld["findings"]], key=repr)
 
 
 def test_a_stopped_hosts_paths_are_not_audited_and_the_rest_is_complete(cluster, brokers, local_spark, tmp_path):
