@@ -253,6 +253,22 @@ def test_the_report_page_shows_the_summary_s_numbers_and_loads_nothing(audited, 
     assert not (log_dir / "payments-0" / "report.html").exists()
 
 
+def test_the_day_of_damage_is_the_last_record_s_before_it():
+    from logtool.spark.summary import _day_of_damage
+
+    def seg(name: str, max_ts):  # a partitions-table segment: file first, max_timestamp at index 10
+        return (name, 0, 0, 0, None, 0, None, None, None, None, max_ts, [2], ["none"])
+
+    day = 86_400_000
+    row = {"first_invalid_segment": "b.log", "segments": [seg("a.log", 3 * day), seg("b.log", 5 * day + 7),
+                                                          seg("c.log", 9 * day)]}
+    assert _day_of_damage(row) == "1970-01-06"  # the damaged segment's own, not the later one's
+    row["segments"][1] = seg("b.log", None)  # damage at its first batch: the segment before says when
+    assert _day_of_damage(row) == "1970-01-04"
+    row["segments"][0] = seg("a.log", -1)
+    assert _day_of_damage(row) == "unknown"
+
+
 def _segments(doc: dict):
     return [s for p in doc["partitions"] for s in p["segments"]]
 

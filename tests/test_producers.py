@@ -261,3 +261,4 @@ def test_kraft_snapshots_are_walked_as_segments(tmp_path):
     rc, doc = verify(part_dir)
     crc = [f for f in doc["partitions"][0]["findings"] if f["name"] == "CRC_MISMATCH"]
     assert rc == 4 and [f["file"] for f in crc] == [real[0].name]
+    assert crc[0]["message"].endswith("bytes after it cannot be read (recovery leaves snapshot files as they are)")

@@ -208,7 +208,7 @@ def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | Non
     elif walk.stop is not None:
         if walk.shrunk_at is None:  # a file cut under the reader is not damage recovery would cut
             rep.first_invalid_position = walk.stop.position
-        sink.append(walk.stop_finding(name, active))
+        sink.append(walk.stop_finding(name, active, snapshot=not indexed))
     for check in index_checks:
         check.finish(walk, rep.last_offset)
 

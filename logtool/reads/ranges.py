@@ -19,6 +19,7 @@ from logtool.format.batch import BatchView, kafka_iterator_step
 from logtool.format.kraft import control_value
 from logtool.format.records import (ControlRecord, Record, RecordError, batch_payload, iter_records, parse_control,
                                     payload_records)
+from logtool.store.layout import is_records_file
 from logtool.store.partition import Partition
 from logtool.reads.decoders import PIECE
 from logtool.reads.salvage import next_batch
@@ -228,8 +229,9 @@ def read_range(part: Partition, p: RangePlan, stats: Stats, salvage: bool = Fals
                     started = True
                     yield SegmentStart(seg)
                 step = kafka_iterator_step(seg.buf, walk.stop.position, seg.size)
-                yield Damage(seg, walk.stop_finding(seg.log_path.name, seg is active), walk.size - walk.stop.position,
-                             step is None, isinstance(step, str))
+                name = seg.log_path.name
+                yield Damage(seg, walk.stop_finding(name, seg is active, is_records_file(name)),
+                             walk.size - walk.stop.position, step is None, isinstance(step, str))
                 bad = walk.stop_view
                 # Its framing holds, only its checksum fails (a flipped bit, most often).
                 crc_only = walk.stop.reason == "CRC_MISMATCH" and bad is not None

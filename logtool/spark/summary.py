@@ -114,11 +114,16 @@ class Tally:
 
 
 def _day_of_damage(row: dict) -> str:
-    """The UTC day of the last timestamp in the segment where the partition's damage is: when it was written
-    to last before it broke ("unknown" when that segment holds no timestamp)."""
-    segment = next((s for s in row["segments"] if s[0] == row["first_invalid_segment"]), None)
-    ts = segment[10] if segment is not None else None
-    if ts is None or ts < 0:
+    """The UTC day of the last record written before the partition's damage: the latest timestamp of the
+    damaged segment's valid prefix, or of the segments before it when that prefix holds none ("unknown"
+    when none does)."""
+    ts = None
+    for segment in row["segments"]:  # in offset order, up to the damaged one
+        if segment[10] is not None and segment[10] >= 0:
+            ts = segment[10] if ts is None else max(ts, segment[10])
+        if segment[0] == row["first_invalid_segment"]:
+            break
+    if ts is None:
         return "unknown"
     try:
         return datetime.datetime.fromtimestamp(ts / 1000, datetime.timezone.utc).date().isoformat()

@@ -76,9 +76,10 @@ class WalkOutcome:
     stop_view: BatchView | None = None  # the batch that failed validation, when there was one
     shrunk_at: int | None = None  # the file was cut short under the reader: from here on it read zeros
 
-    def stop_finding(self, file: str, active: bool) -> Finding | None:
+    def stop_finding(self, file: str, active: bool, snapshot: bool = False) -> Finding | None:
         """The finding that says why the valid prefix ends before the file does; None when it does not.
-        Every command that meets a stopped walk reports it through here, in these words."""
+        Every command that meets a stopped walk reports it through here, in these words. `snapshot`: a KRaft
+        snapshot, which Kafka's recovery never cuts."""
         stop = self.stop
         if stop is None:
             return None
@@ -89,8 +90,9 @@ class WalkOutcome:
         # Zeros at the end of the active segment are what preallocation (or a crash mid-write) leaves.
         name = "PREALLOCATED_TAIL" if stop.reason == "ZERO_TAIL" and active else stop.reason
         offset = self.stop_view.base_offset if self.stop_view is not None else None
+        after = "cannot be read (recovery leaves snapshot files as they are)" if snapshot else "are cut by recovery"
         return finding(name, f"{stop.detail}; the valid log ends at byte {stop.position}, "
-                             f"{self.size - stop.position} bytes after it are cut by recovery", file, stop.position, offset)
+                             f"{self.size - stop.position} bytes after it {after}", file, stop.position, offset)
 
 
 @dataclass(slots=True)
