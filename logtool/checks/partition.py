@@ -101,7 +101,9 @@ def finish_partition(part: Partition, rep: PartitionReport,
     """The checks across segments and of the files beside them, once every segment is in `rep`."""
     rep.facts = partition_facts(rep.segments)
     _check_segment_set(rep)
-    replay = check_producers(rep.segments, transaction_timeout_ms, rep.topic, rep.partition)
+    snapshots = frozenset(f.base_offset for f in part.files.values() if f.kind == FileKind.SNAPSHOT) \
+        if not part.single_file else frozenset()
+    replay = check_producers(rep.segments, transaction_timeout_ms, rep.topic, rep.partition, snapshots)
     rep.findings += replay.findings
     rep.findings += check_commits(rep.segments)
     if not part.single_file:

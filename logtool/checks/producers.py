@@ -28,13 +28,12 @@ class ProducerSpan:
     first_position: int
     first_offset: int
     last_epoch: int
-    # Its first batch with sequences (epoch, base sequence, last sequence, base offset, position) and its
-    # last (epoch, last sequence, last offset, position).
-    first_data: tuple[int, int, int, int, int] | None = None
-    last_data: tuple[int, int, int, int] | None = None
-    # Transactions: the first transactional data batch before the segment's first marker of this producer
-    # (offset, timestamp), whether a marker came, and the first one after its last marker (or the first at all).
-    opened: tuple[int, int] | None = None
+    # Its first batch with sequences (epoch, base sequence, last sequence, base offset) and its last (epoch,
+    # last sequence, last offset).
+    first_data: tuple[int, int, int, int] | None = None
+    last_data: tuple[int, int, int] | None = None
+    # Transactions: whether a marker of this producer came, and the (offset, timestamp) of the transactional
+    # data batch that opened the transaction still open after its last marker (or after none).
     marker: bool = False
     open_after: tuple[int, int] | None = None
 
@@ -61,8 +60,8 @@ class ProducerCheck:
                 seq, epoch = v.base_sequence, v.producer_epoch
                 if last is not None and last[0] == epoch == span.last_epoch and seq == last[1] + 1:
                     delta = v.last_offset - v.base_offset
-                    if seq <= _INT32_MAX - delta:
-                        span.last_data = (epoch, seq + delta, v.last_offset, v.position)
+                    if seq <= _INT32_MAX - delta:  # no wrap: `last_sequence` without its call
+                        span.last_data = (epoch, seq + delta, v.last_offset)
                         continue
             self.feed(v)
 
@@ -73,7 +72,7 @@ class ProducerCheck:
         span = self.spans.get(pid)
         control = bool(v.attributes & 0x20)
         data = None if control or v.base_sequence < 0 else \
-            (v.producer_epoch, v.base_sequence, v.last_sequence, v.base_offset, v.position)
+            (v.producer_epoch, v.base_sequence, v.last_sequence, v.base_offset)
         if span is None:
             span = self.spans[pid] = ProducerSpan(v.producer_epoch, v.position, v.base_offset, v.producer_epoch)
         else:
@@ -88,11 +87,9 @@ class ProducerCheck:
         if data is not None:
             if span.first_data is None:
                 span.first_data = data
-            span.last_data = (v.producer_epoch, v.last_sequence, v.last_offset, v.position)
+            span.last_data = data[0], data[2], v.last_offset
         if v.attributes & 0x10 and span.open_after is None:
             span.open_after = (v.base_offset, v.first_record_timestamp)
-            if not span.marker:
-                span.opened = span.open_after
 
 
 def follows(pid: int, last_epoch: int, last_data: tuple | None, epoch: int, offset: int,
@@ -105,9 +102,9 @@ def follows(pid: int, last_epoch: int, last_data: tuple | None, epoch: int, offs
                                              f"after epoch {last_epoch}")]
     if data is None or last_data is None or last_data[0] != data[0]:
         return []  # no sequences to compare, or a new epoch: its sequences start afresh
-    _epoch, base_seq, last_seq_here, base_offset = data[:4]
-    last_seq, last_offset = last_data[1], last_data[2]
-    expected = 0 if last_seq == 2**31 - 1 else last_seq + 1
+    _epoch, base_seq, last_seq_here, base_offset = data
+    _epoch, last_seq, last_offset = last_data
+    expected = 0 if last_seq == _INT32_MAX else last_seq + 1
     ahead = (base_seq - expected) % 2**31
     if ahead == 0:
         return []
@@ -125,32 +122,36 @@ class ProducerState:
     """A producer's state once every batch before some offset is replayed."""
 
     epoch: int
-    last_data: tuple[int, int, int, int] | None  # (epoch, last sequence, last offset, position)
+    last_data: tuple[int, int, int] | None  # (epoch, last sequence, last offset)
     open_txn: tuple[int, int] | None = None  # (first offset, timestamp) of its open transaction
 
 
 @dataclass(slots=True)
 class Replay:
-    """The segments of a partition joined: what `check_producers` found, and the producers' state at each
-    segment's base offset and at the end (what a snapshot taken there holds)."""
+    """The segments of a partition joined: what `check_producers` found, and the producers' state at the
+    offsets asked for (where snapshots were taken), for those that are a segment's base offset or the end."""
 
     findings: list[Finding]
     states_at: dict[int, dict[int, ProducerState]]
 
 
 def check_producers(segments, transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS,
-                    topic: str | None = None, partition: int | None = None) -> Replay:
+                    topic: str | None = None, partition: int | None = None,
+                    keep_at: frozenset[int] = frozenset()) -> Replay:
     """Join the segments' producer spans in offset order: sequences and epochs across segment boundaries,
-    then the transactions still open at the log end (hanging where older than the timeout)."""
+    then the transactions still open at the log end (hanging where older than the timeout). The state at
+    each offset of `keep_at` is kept (a copy per producer: only where a snapshot is to be compared)."""
     sink = Sink()
     state: dict[int, ProducerState] = {}
     states_at: dict[int, dict[int, ProducerState]] = {}
     last_ts = None
     for seg in segments:
-        states_at[seg.base_offset] = {pid: ProducerState(s.epoch, s.last_data, s.open_txn) for pid, s in state.items()}
+        if seg.base_offset in keep_at:
+            states_at[seg.base_offset] = {pid: ProducerState(s.epoch, s.last_data, s.open_txn)
+                                          for pid, s in state.items()}
         if seg.max_timestamp is not None:
             last_ts = seg.max_timestamp if last_ts is None else max(last_ts, seg.max_timestamp)
-        for pid, span in (seg.producers or {}).items():
+        for pid, span in seg.producers.items():
             known = state.get(pid)
             if known is None:
                 known = state[pid] = ProducerState(span.first_epoch, None)
@@ -164,7 +165,7 @@ def check_producers(segments, transaction_timeout_ms: int = DEFAULT_TRANSACTION_
                 known.open_txn = span.open_after
             elif known.open_txn is None:
                 known.open_txn = span.open_after
-    if segments:
+    if segments and _end(segments) in keep_at:
         states_at[_end(segments)] = state
     for pid, s in sorted(state.items()):
         if s.open_txn is None:
@@ -212,7 +213,7 @@ def check_snapshot(name: str, offset: int, entries, replay: Replay) -> list[Find
         s = state.get(e.producer_id)
         if s is None or s.last_data is None:
             continue
-        _epoch, last_seq, last_offset, _position = s.last_data
+        _epoch, last_seq, last_offset = s.last_data
         if (e.epoch, e.last_sequence, e.last_offset) != (s.epoch, last_seq, last_offset):
             found.append(finding("PRODUCER_SNAPSHOT_MISMATCH",
                                  f"producer {e.producer_id}: the snapshot says epoch {e.epoch}, last sequence "

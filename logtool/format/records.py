@@ -229,6 +229,13 @@ def parse_control(record: Record) -> ControlRecord:
     return ControlRecord(type_id, version, coordinator_epoch)
 
 
+def first_control(buf, view: BatchView) -> ControlRecord | None:
+    """The control record a control batch opens with (a transaction marker's is the batch's only one); None
+    for a batch the cleaner emptied. Raises RecordError as `iter_records` and `parse_control` do."""
+    first = next(iter_records(buf, view), None)
+    return parse_control(first) if first is not None else None
+
+
 def _iter_legacy(buf, view: BatchView) -> Iterator[Record]:
     if view.codec == 0:
         yield _legacy_message(buf, view.position, view.size, view.last_offset, None)

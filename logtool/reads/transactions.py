@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from logtool.format.batch import BatchView
-from logtool.format.records import RecordError, iter_records, parse_control
+from logtool.format.records import RecordError, first_control
 from logtool.store.segment import WalkOutcome
 
 
@@ -18,9 +18,7 @@ from logtool.store.segment import WalkOutcome
 class _Open:
     first_offset: int
     first_timestamp: int
-    batches: int = 0
     records: int = 0
-    bytes: int = 0
 
 
 @dataclass(slots=True)
@@ -57,7 +55,6 @@ class TxnTable:
     def __init__(self) -> None:
         self.producers: dict[int, ProducerTxns] = {}
         self.last_timestamp: int | None = None
-        self.unreadable_markers = 0
 
     def feed(self, buf, v: BatchView) -> None:
         if v.magic < 2:
@@ -75,18 +72,13 @@ class TxnTable:
         if not v.attributes & 0x20:
             if p.open is None:
                 p.open = _Open(v.base_offset, v.first_record_timestamp)
-            records = v.count if v.count >= 0 else 0
-            p.open.batches += 1
-            p.open.records += records
-            p.open.bytes += v.size
+            p.open.records += v.count if v.count >= 0 else 0
             p.bytes += v.size
             return
         try:
-            first = next(iter_records(buf, v), None)
-            marker = parse_control(first) if first is not None else None
+            marker = first_control(buf, v)
         except RecordError:
-            self.unreadable_markers += 1
-            return
+            return  # the walker ends the valid prefix at an unreadable marker: none is fed here
         if marker is None or marker.type_id not in (0, 1):
             return  # emptied by the cleaner, or not a transaction marker
         done, p.open = p.open, None

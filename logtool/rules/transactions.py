@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from logtool.format.batch import BatchView
 from logtool.format.index import AbortedTxn
-from logtool.format.records import RecordError, iter_records, parse_control
+from logtool.format.records import RecordError, first_control
 
 UNKNOWN_OFFSET = -1  # an aborted transaction's first offset that lies before the data on disk
 
@@ -36,8 +36,7 @@ class TxnTracker:
                 self.open_txns.setdefault(v.producer_id, UNKNOWN_OFFSET)
             return None
         try:
-            first = next(iter_records(buf, v), None)
-            marker = parse_control(first) if first is not None else None
+            marker = first_control(buf, v)
         except RecordError:
             marker = None  # the walker already ended the valid prefix at an unreadable marker
         if marker is None:  # an empty control batch: the cleaner removed the whole transaction

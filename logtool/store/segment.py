@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 from logtool.findings import Finding, finding
 from logtool.format import kernel
 from logtool.format.batch import BatchView, FrameStop, read_entry
-from logtool.format.records import RecordError, first_legacy_offset, iter_records, parse_control
+from logtool.format.records import RecordError, first_control, first_legacy_offset
 from logtool.store.mapping import GuardedMap, open_readonly
 from logtool.store.sidefile import SideFile, read_side
 
@@ -231,11 +231,9 @@ def _marker_problem(buf, view: BatchView) -> tuple[str, bool] | None:
     if view.attributes & 0x07 > 4:
         return f"Unknown compression type id: {view.attributes & 0x07}", True  # CompressionType.forId throws
     try:
-        first = next(iter_records(buf, view), None)
-        if first is not None:
-            marker = parse_control(first)
-            if marker.type_id not in (0, 1):
-                return f"Invalid control record type for end transaction marker: {marker.type_id}", False
+        marker = first_control(buf, view)
+        if marker is not None and marker.type_id not in (0, 1):
+            return f"Invalid control record type for end transaction marker: {marker.type_id}", False
     except RecordError as e:
         return str(e), e.fatal
     return None
