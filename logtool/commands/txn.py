@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from logtool import exitcodes
-from logtool.checks.engine import Report, open_target, plan_targets
+from logtool.checks.engine import Report, open_target, plan_targets, unreadable
 from logtool.checks.partition import PartitionReport
 from logtool.commands.options import epilog, format_option, transaction_timeout_option
 from logtool.reads.transactions import read_transactions
@@ -40,7 +40,7 @@ def command(paths, transaction_timeout_ms: int, fmt: str) -> int:
         try:
             table, notes = read_transactions(part)
         except OSError as e:
-            report.findings.append(_unreadable(target.path, e))
+            report.findings.append(unreadable(target, e))
             continue
         finally:
             part.close()
@@ -72,9 +72,3 @@ def command(paths, transaction_timeout_ms: int, fmt: str) -> int:
     for f in report.findings:
         print(f"logtool: {f.file}: {f.message}", file=sys.stderr)
     return rc
-
-
-def _unreadable(path: Path, e: OSError):
-    from logtool.findings import finding
-
-    return finding("UNREADABLE", f"cannot be read: {e.strerror or e}", str(path))

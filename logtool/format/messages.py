@@ -250,13 +250,13 @@ def _missing(kind: str):
 def _default(f: Field, literal: str | None) -> object:
     if literal == "null":
         return None
-    if f.kind in ("array",):
+    if f.kind == "array":
         return []
     if f.kind == "struct":
         return None  # a tagged struct is printed wherever it was written
     if f.kind == "bool":
         return literal == "true"
-    if f.kind in ("string",):
+    if f.kind == "string":
         return literal or ""
     if f.kind == "bytes":
         return b""

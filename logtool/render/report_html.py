@@ -38,12 +38,12 @@ def _cell(field: str, value) -> str:
     return f'<td class="n">{_num(field, value)}</td>'
 
 
-def _bytes(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(n) < 1000 or unit == "TB":
+def _bytes(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if abs(n) < 1000:
             return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
         n /= 1000
-    return str(n)
+    return f"{n:,.1f} TB"
 
 
 def _bars(title: str, rows: list[tuple[str, int]], label=_bytes) -> str:
