@@ -210,6 +210,8 @@ WRITE_ALLOWED = {
                                   "it), refusing a Kafka log dir or partition dir",
     "logtool/spark/session.py": "ship() zips the package into Spark's own per-context files directory "
                                 "(mkdir + ZipFile 'w') for the executors",
+    "logtool/spark/jvm_stderr.py": "passes the JVM's stderr lines on to fd 2 with os.write (a daemon thread must "
+                                   "not hold sys.stderr's lock when the interpreter exits)",
 }
 
 _WRITE_MODE = re.compile(r"^[rwxabtU+]*[wax+][rwxabtU+]*$")

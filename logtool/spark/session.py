@@ -79,12 +79,14 @@ def start(master: str | None, conf: dict[str, str]) -> tuple["SparkSession", boo
         # dependencies), read when the context is made: unless the user chose one, this interpreter, on a
         # cluster too (preflight() then checks that the executors can use it).
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = SparkSession.builder.appName("logtool audit")
-    if master:
-        builder = builder.master(master)
-    for key, value in (settings | conf).items():
-        builder = builder.config(key, value)
     try:
+        if not submitted:
+            _launch_jvm(master, settings | conf)
+        builder = SparkSession.builder.appName("logtool audit")
+        if master:
+            builder = builder.master(master)
+        for key, value in (settings | conf).items():
+            builder = builder.config(key, value)
         spark = builder.getOrCreate()
     except (PySparkException, OSError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
@@ -92,6 +94,25 @@ def start(master: str | None, conf: dict[str, str]) -> tuple["SparkSession", boo
     if submitted and "spark.log.level" not in conf:
         spark.sparkContext.setLogLevel("ERROR")  # spark-submit's JVM logged its start already; quiet from here on
     return spark, True
+
+
+def _launch_jvm(master: str | None, settings: dict[str, str]) -> None:
+    """Start the driver's JVM and its SparkContext, the JVM's stderr reaching ours through jvm_stderr's filter
+    (the builder then finds this context). PySpark's launch_gateway takes Popen arguments for this purpose."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    from logtool.spark.jvm_stderr import filtered_stderr
+
+    conf = SparkConf().setAll(list(settings.items())).setAppName("logtool audit")
+    if master:
+        conf.setMaster(master)
+    stderr = filtered_stderr()
+    try:
+        gateway = launch_gateway(conf, popen_kwargs={"stderr": stderr})
+    finally:
+        os.close(stderr)
+    SparkContext(conf=conf, gateway=gateway)
 
 
 def ship(spark: "SparkSession") -> None:

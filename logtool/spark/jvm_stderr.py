@@ -1,0 +1,89 @@
+"""The stderr of the driver JVM that `logtool audit` starts, passed on to logtool's stderr less two kinds of
+noise Spark makes on runs that went well:
+
+- the JVM's notice that Spark uses an incubating module (every run, first line);
+- a worker-daemon traceback ending in BrokenPipeError (local masters, whose Python workers are the driver
+  JVM's): when the context stops, Spark closes the sockets of its idle Python workers, and a worker that
+  notices before it is killed fails to flush, which PySpark prints (6 audits in 57 here, the machine busy or
+  not). Nothing was lost; the job had finished.
+
+Everything else (Java's own errors, log4j's fatal lines, any other Python traceback) passes through byte for
+byte. Only the JVM logtool launches itself goes through here: under spark-submit the JVM is the parent."""
+from __future__ import annotations
+
+import os
+import re
+import threading
+
+INCUBATOR_NOTICE = b"WARNING: Using incubator modules: jdk.incubator.vector"
+DAEMON_FLUSH_HEADER = b"PySpark daemon failed to flush the output to the worker process:"
+TRACEBACK = b"Traceback (most recent call last):"
+FRAME = re.compile(rb'\s+File "(?P<path>[^"]*)", line \d+')
+CLOSED_SOCKET = re.compile(rb"(BrokenPipeError|ConnectionResetError)\b")
+HELD_AT_MOST = 200  # lines of one traceback; a longer one is not the daemon's and is passed on
+
+
+class StderrFilter:
+    """Line by line: feed() returns the lines to pass on. A traceback is held until its last line decides."""
+
+    def __init__(self) -> None:
+        self._held: list[bytes] = []
+
+    def feed(self, line: bytes) -> list[bytes]:
+        text = line.rstrip(b"\r\n")
+        if not self._held:
+            if text == INCUBATOR_NOTICE:
+                return []
+            if text in (TRACEBACK, DAEMON_FLUSH_HEADER):
+                self._held.append(line)
+                return []
+            return [line]
+        if self._held[-1].rstrip(b"\r\n") == DAEMON_FLUSH_HEADER:
+            if text == TRACEBACK:
+                self._held.append(line)
+                return []
+            return [*self.flush(), *self.feed(line)]
+        if text[:1].isspace() and len(self._held) < HELD_AT_MOST:  # a frame or its source line
+            self._held.append(line)
+            return []
+        if CLOSED_SOCKET.match(text) and _daemon_only(self._held):  # the exception line, the last of the block
+            self._held = []
+            return []
+        return [*self.flush(), *self.feed(line)]
+
+    def flush(self) -> list[bytes]:
+        held, self._held = self._held, []
+        return held
+
+
+def _daemon_only(held: list[bytes]) -> bool:
+    """Held lines are one traceback whose every frame is in PySpark's worker daemon."""
+    frames = [FRAME.match(h) for h in held if FRAME.match(h)]
+    return bool(frames) and all(f["path"].endswith(b"pyspark/daemon.py") for f in frames)
+
+
+def filtered_stderr() -> int:
+    """The write end of a pipe whose lines reach this process's stderr through StderrFilter, for the JVM's
+    stderr. The caller closes it once the JVM holds its copy; a daemon thread pumps until the JVM closes its."""
+    read_fd, write_fd = os.pipe()
+    threading.Thread(target=_pump, args=(read_fd,), name="logtool-jvm-stderr", daemon=True).start()
+    return write_fd
+
+
+def _pump(read_fd: int) -> None:
+    keep = StderrFilter()
+    with os.fdopen(read_fd, "rb") as jvm:
+        for line in jvm:
+            _write(keep.feed(line))
+    _write(keep.flush())
+
+
+def _write(lines: list[bytes]) -> None:
+    # os.write to fd 2, not sys.stderr: a daemon thread holding sys.stderr's lock as the interpreter exits
+    # aborts it, and Python's own stderr is line-buffered, so lines do not interleave within a line.
+    try:
+        for line in lines:
+            while line:
+                line = line[os.write(2, line):]
+    except OSError:  # our stderr is closed: the JVM's lines have nowhere to go, as they would not have
+        pass
