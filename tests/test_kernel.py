@@ -56,7 +56,7 @@ def test_crc32c_is_the_crc32c_package_s(data, skip):
 
 def test_crc32c_over_the_lane_boundaries(fast):
     rng = random.Random(7)
-    for n in (0, 1, 7, 8, 767, 768, 769, 12287, 12288, 12289, 3 * 12288 + 5, 1 << 20):
+    for n in (0, 1, 7, 8, 767, 768, 769, 49151, 49152, 49153, 3 * 49152 + 5, 1 << 20):
         data = rng.randbytes(n + 8)
         for skip in range(8):
             assert fast.crc32c(data[skip : skip + n]) == crc32c_package.crc32c(data[skip : skip + n])
@@ -432,3 +432,98 @@ def test_kernel_json_lines_reach_any_stream_in_order(encoding):
     out.flush()
     text = out.getvalue() if encoding is None else raw.getvalue().decode(encoding)
     assert text == 'before\n{"a":1}\n{"b":2}\nafter\n'
+
+
+# The two lenses the kernel sums up a run of batches for (plain_run, index_run): fed the same runs of batches,
+# built to hit each thing either lens reports (offsets that go back or leave the base's reach, a new leader
+# epoch, unknown magic or codec, a legacy wrapper with no base, index entries off a batch start, reaching
+# back, out of order), they end in the same state and report the same findings on both paths.
+
+
+def _mostly(usual, *rare):
+    """`usual` nine times in ten, else one of `rare`: runs the kernel takes whole, and runs it hands back."""
+    return st.sampled_from([usual] * 9 * len(rare) + list(rare))
+
+
+@st.composite
+def _runs(draw):
+    base = draw(st.sampled_from([0, 5, 2**63 - 3]))
+    views, position, offset = [], 0, base
+    for _ in range(draw(st.integers(1, 12))):
+        step = draw(_mostly(1, 0, -2, 2**31))
+        first = offset + step
+        last = first + draw(_mostly(3, 0, -1))
+        legacy = draw(st.integers(0, 40)) == 0
+        views.append(BatchView(
+            position=position, size=100, magic=draw(_mostly(2, 1, 0, 3)),
+            base_offset=None if legacy else first, last_offset=last, count=4,
+            attributes=draw(_mostly(0, 1, 4, 5, 7, 0x10)), first_timestamp=draw(st.integers(-1, 9)),
+            max_timestamp=draw(_mostly(3, -1, 9, 2**63 - 1)), producer_id=-1, producer_epoch=-1,
+            base_sequence=-1, partition_leader_epoch=draw(_mostly(4, 5, -1)), crc_stored=1,
+            crc_computed=1))
+        position += draw(_mostly(100, 0, 37))
+        offset = last
+    cuts = sorted(draw(st.lists(st.integers(1, len(views)), max_size=3)))
+    runs = [views[a:b] for a, b in zip([0, *cuts], [*cuts, len(views)]) if views[a:b]]
+    return base, views, runs
+
+
+def _index_bytes(draw, base: int, views: list[BatchView]) -> bytes:
+    entries = []
+    for v in views:
+        if draw(st.integers(0, 2)):
+            offset = (v.base_offset if v.base_offset is not None else v.last_offset) + draw(_mostly(0, 1, -1, 5))
+            position = v.position + draw(_mostly(0, 1, -1))
+            entries.append((offset - base, position))
+    if draw(st.integers(0, 5)) == 0 and len(entries) > 1:
+        i = draw(st.integers(0, len(entries) - 2))
+        entries[i], entries[i + 1] = entries[i + 1], entries[i]
+    return b"".join((r % 2**32).to_bytes(4, "big") + (p % 2**32).to_bytes(4, "big") for r, p in entries)
+
+
+def _through_lenses(base: int, runs: list[list[BatchView]], index: bytes) -> tuple:
+    from types import SimpleNamespace
+
+    from logtool.checks.index import OffsetIndexCheck
+    from logtool.checks.segment import SegmentReport, _BatchRules
+    from logtool.store.sidefile import SideFile
+    from logtool.store.segment import WalkOutcome as Outcome
+
+    rep, sink = SegmentReport("s.log", base, 0), Sink("s.log")
+    rules = _BatchRules(SimpleNamespace(base_offset=base), rep, sink)
+    entries = OffsetIndexCheck(SideFile("s.index", index), base, False, sink)
+    for run in runs:
+        rules.feed_many(list(run))
+        entries.feed_many(list(run))
+    rules.finish()
+    entries.finish(Outcome(size=0, valid_bytes=10**6), rep.last_offset)
+    state = (rep.first_offset, rep.last_offset, rep.first_timestamp, rep.max_timestamp, sorted(rep.magic),
+             sorted(rep.codecs), rep.epoch_runs, entries.prev, entries.next, entries.prev_batch_last)
+    return state, [f.to_dict() for f in sink.done()]
+
+
+@SETTINGS
+@given(case=_runs(), data=st.data())
+def test_lenses_sum_up_runs_exactly_as_they_walk_them(fast, case, data):
+    base, _, runs = case
+    index = _index_bytes(data.draw, base, [v for run in runs for v in run])
+    compiled = _through_lenses(base, runs, index)
+    with kernel.pure():
+        reference = _through_lenses(base, runs, index)
+    assert compiled == reference
+
+
+def test_a_plain_run_is_summed_up_and_a_broken_one_is_not(fast):
+    views = [BatchView(i * 100, 100, 2, 10 + 4 * i, 13 + 4 * i, 4, c, 0, 7 - i, -1, -1, -1, 3, 1, 1)
+             for i, c in enumerate((0, 4, 1))]
+    assert fast.plain_run(views, 10) == (10, 21, 7, 0b10011, 0b100, 3)
+    assert fast.plain_run([views[0], views[0]], 10) is None  # offsets do not grow
+    assert fast.plain_run([views[0], views[1]._replace(partition_leader_epoch=4)], 10) is None
+    assert fast.plain_run([views[0]._replace(base_offset=None)], 10) is None
+    assert fast.plain_run(views, 2**63 - 1) is None  # offsets below the base
+    index = b"".join(r.to_bytes(4, "big") + p.to_bytes(4, "big") for r, p in ((0, 0), (8, 200)))
+    assert fast.index_run(views, index, 0, 2, 10, None) == (3, 2, 21)
+    assert fast.index_run(views, index[:8] + (10).to_bytes(4, "big") + (200).to_bytes(4, "big"), 0, 2, 10, None) \
+        == (3, 2, 21)  # an entry may name any offset of its batch
+    assert fast.index_run(views, index[:8] + (3).to_bytes(4, "big") + (200).to_bytes(4, "big"), 0, 2, 10, None) \
+        == (2, 1, 17)  # the entry for batch 3 names offset 13, in batch 2: the lens words that
