@@ -6,6 +6,7 @@ position (offset), so one merge pass checks every entry in O(1) memory.
 from __future__ import annotations
 
 from logtool.findings import Sink
+from logtool.format import kernel
 from logtool.rules.transactions import UNKNOWN_OFFSET, TxnTracker
 from logtool.format.batch import V2_HEADER_SIZE, BatchView
 from logtool.format.index import (OFFSET_ENTRY, entries, TIME_ENTRY, TXN_ENTRY, AbortedTxn, aborted_txns, offset_index_sanity,
@@ -43,26 +44,29 @@ class OffsetIndexCheck:
     def __init__(self, side: SideFile, base: int, active: bool, sink: Sink) -> None:
         self.base = base
         self.rep = sink.for_file(side.name)
-        self.entries = iter(())
+        self.data, self.entries, self.read = memoryview(b""), 0, 0  # the entries, how many, how many read
         self.prev: tuple[int, int] | None = None
         self.next: tuple[int, int] | None = None
         self.prev_batch_last: int | None = None
         loaded = _load(side, OFFSET_ENTRY.size, base, active, self.rep)
         if loaded is None:
             return
-        data, n = loaded
-        problem = offset_index_sanity(data, base)
+        self.data, self.entries = loaded
+        problem = offset_index_sanity(self.data, base)
         if problem:
             self.rep.add("INDEX_CORRUPT", f"{side.name} {problem}")
-        self.entries = OFFSET_ENTRY.iter_unpack(data[: n * OFFSET_ENTRY.size])
         self._advance()
 
+    def _entry(self, i: int) -> tuple[int, int]:
+        relative, position = OFFSET_ENTRY.unpack_from(self.data, i * OFFSET_ENTRY.size)
+        return self.base + relative, position
+
     def _advance(self) -> None:
-        rel_pos = next(self.entries, None)
-        if rel_pos is None:
+        if self.read >= self.entries:
             self.next = None
             return
-        entry = (self.base + rel_pos[0], rel_pos[1])
+        entry = self._entry(self.read)
+        self.read += 1
         if self.prev is not None and (entry[0] <= self.prev[0] or entry[1] <= self.prev[1]):
             self.rep.add("INDEX_NOT_INCREASING", f"entry (offset {entry[0]}, position {entry[1]}) does not follow "
                                                  f"(offset {self.prev[0]}, position {self.prev[1]})", entry[1], entry[0])
@@ -70,6 +74,11 @@ class OffsetIndexCheck:
         self.next = entry
 
     def feed_many(self, views) -> None:
+        if self.next is None:  # every entry met: what is left to know of a batch is its last offset
+            self.prev_batch_last = views[-1].last_offset
+            return
+        if kernel.KERNEL is not None:
+            views = self._take_plain_run(views)
         # Most batches hold no index entry (one per 4 KiB of log): only those that do go through `feed`.
         for v in views:
             if self.next is not None and self.next[1] <= v.position:
@@ -77,6 +86,17 @@ class OffsetIndexCheck:
                 self.feed(v)
             else:
                 self.prev_batch_last = v.last_offset
+
+    def _take_plain_run(self, views: list[BatchView]) -> list[BatchView]:
+        """The kernel merges the batches with the entries while each entry is plainly right (it checks what
+        `feed` and `_advance` would); the batches from the first it is not sure of are left to them."""
+        at = self.read - 1  # the entry in self.next
+        taken, at_after, self.prev_batch_last = kernel.KERNEL.index_run(views, self.data, at, self.entries, self.base,
+                                                                        self.prev_batch_last)
+        if at_after > at:
+            self.prev, self.read = self._entry(at_after - 1), at_after
+            self._advance()  # reads the next entry again (the kernel found it follows on)
+        return views[taken:] if taken else views
 
     def feed(self, view: BatchView) -> None:
         while self.next is not None and self.next[1] <= view.position:

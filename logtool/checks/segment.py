@@ -12,6 +12,7 @@ from logtool.checks.consumer_offsets import TOPIC as CONSUMER_OFFSETS, CommitChe
 from logtool.checks.producers import ProducerCheck, ProducerSpan
 from logtool.checks.index import OffsetIndexCheck, TimeIndexCheck, TxnIndexCheck
 from logtool.checks.records import check_records
+from logtool.format import kernel
 from logtool.format.batch import MAX_SEGMENT_BYTES, BatchView, codec_name
 from logtool.format.index import MAX_RELATIVE_OFFSET
 from logtool.store.segment import Lens, Segment, WalkOutcome, feeder
@@ -67,8 +68,17 @@ class _BatchRules:
         self.feed_many((v,))
 
     def feed_many(self, views) -> None:
-        # Runs once per batch on the shallow path: plain field reads into locals (BatchView properties cost
-        # a call), the rare findings through helpers.
+        if kernel.KERNEL is not None:
+            if self.prev_last is None and len(views) > 1:  # the first batch is held to the file name here
+                self._feed_each(views[:1])
+                views = views[1:]
+            if self.prev_last is not None and self._take_plain_run(views):
+                return
+        self._feed_each(views)
+
+    def _feed_each(self, views) -> None:
+        # Once per batch: plain field reads into locals (BatchView properties cost a call), the rare findings
+        # through helpers.
         rep, base, codec_ids, magics, walked = self.rep, self.base, self.codec_ids, self.rep.magic, self.sink.walked
         prev, epoch, max_ts = self.prev_last, self.epoch, rep.max_timestamp
         for v in views:
@@ -99,6 +109,23 @@ class _BatchRules:
             codec_ids.add(codec)
         self.prev_last = prev
         rep.last_offset, rep.max_timestamp = prev, max_ts
+
+    def _take_plain_run(self, views: list[BatchView]) -> bool:
+        """A run the loop below would find nothing in, summed up by the kernel: True once it is taken."""
+        plain = kernel.KERNEL.plain_run(views, self.base)
+        if plain is None:
+            return False
+        first, last, max_ts, codecs, magics, epoch = plain
+        if first <= self.prev_last or epoch != self.epoch:
+            return False
+        rep = self.rep
+        self.sink.walked.at = views[-1].position
+        self.prev_last = rep.last_offset = last
+        if rep.max_timestamp is None or max_ts > rep.max_timestamp:
+            rep.max_timestamp = max_ts
+        self.codec_ids.update(c for c in range(5) if codecs >> c & 1)
+        rep.magic.update(m for m in range(3) if magics >> m & 1)
+        return True
 
     def _first_batch(self, v: BatchView, first: int) -> None:
         self.rep.first_offset, self.rep.first_timestamp = first, v.first_timestamp
