@@ -9,12 +9,11 @@ deleted or expired) starts the key afresh. Each segment keeps the first and last
 from __future__ import annotations
 
 import struct
-from functools import cache
 
 from logtool.findings import Finding, Sink
 from logtool.format.batch import BatchView
-from logtool.format.messages import Message, MessageError
-from logtool.format.schemas import load
+from logtool.format.messages import MessageError
+from logtool.format.schemas import by_record_type
 from logtool.format.records import RecordError, iter_records
 
 TOPIC = "__consumer_offsets"
@@ -23,18 +22,13 @@ Key = tuple[str, str, int]
 Commit = tuple[int, int, int] | None  # (committed offset, record offset, batch position); None: a tombstone
 
 
-@cache
-def _keys() -> dict[int, Message]:
-    return {m.id: m for m in load("group").values() if m.name.endswith("OffsetCommitKey")}
-
-
 def commit_of(key: bytes | None, value: bytes | None) -> tuple[Key, int | None] | None:
     """The (group, topic, partition) an offset-commit record is about and the offset it commits (None for a
     tombstone); None for any other record, or one whose bytes do not read."""
     if key is None or len(key) < 2:
         return None
-    schema = _keys().get(struct.unpack_from(">h", key)[0])
-    if schema is None:
+    schema = by_record_type("group")[0].get(struct.unpack_from(">h", key)[0])
+    if schema is None or not schema.name.endswith("OffsetCommitKey"):
         return None
     try:
         k, _end = schema.read(key, 0, 2)

@@ -19,7 +19,7 @@ from functools import cache
 from typing import NamedTuple
 
 from logtool.format.messages import Message, MessageError, jackson, jsonable
-from logtool.format.schemas import load
+from logtool.format.schemas import by_record_type, load
 from logtool.format.varint import VarintError, read_unsigned_varint
 from logtool.store.layout import BOOTSTRAP_CHECKPOINT, kraft_snapshot_id, parse_partition_dir
 
@@ -74,15 +74,6 @@ def _raw(data: bytes | None, error: str | None) -> dict | None:
     return out
 
 
-@cache
-def _coordinator_schemas(module: str) -> tuple[dict[int, Message], dict[int, Message]]:
-    """Key and value messages by record type, from one schema module."""
-    messages = load(module).values()
-    keys = {m.id: m for m in messages if m.name.endswith("Key")}
-    values = {m.id: m for m in messages if m.name.endswith("Value")}
-    return keys, values
-
-
 class _Coordinator(RecordDecoder):
     module = ""
 
@@ -90,7 +81,7 @@ class _Coordinator(RecordDecoder):
         if key is None:  # Kafka's parser throws this and the tool dies; logtool says it and goes on
             text = f"Failed to decode message at offset {offset} using the specified decoder (message had a missing key)"
             return Decoded(text, None, text)
-        keys, values = _coordinator_schemas(self.module)
+        keys, values = by_record_type(self.module)
         schema = None
         try:
             record_type = self._version(key, "key")

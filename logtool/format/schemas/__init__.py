@@ -43,3 +43,12 @@ def load(module: str) -> dict[str, "Message"]:
     from logtool.format.messages import parse
 
     return parse(import_module(f"logtool.format.schemas.{module}").TEXT)
+
+
+@cache
+def by_record_type(module: str) -> tuple[dict[int, "Message"], dict[int, "Message"]]:
+    """A coordinator log's key and value messages by record type (the int16 each record's key starts with):
+    `group` for __consumer_offsets, `transaction` for __transaction_state."""
+    messages = load(module).values()
+    return ({m.id: m for m in messages if m.name.endswith("Key")},
+            {m.id: m for m in messages if m.name.endswith("Value")})
