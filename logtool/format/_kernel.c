@@ -4,7 +4,9 @@
  * answers, for the common case only, and says "ask Python" for everything else:
  *
  *   frames(BatchView, buf, pos, end, window) walks whole, valid v2 batches (framing, size, CRC-32C) from
- *     `pos` and returns ([BatchView, ...], the position it stopped at). It stops before any entry that is
+ *     `pos` and returns ([BatchView, ...], the position it stopped at). It reads up to 256 headers and
+ *     their CRCs with the GIL released once, then makes their views (releasing it per batch cost a walk
+ *     of 1 GB of 18 KB batches 12% over a mapping, 27% over bytes in memory). It stops before any entry that is
  *     not a plain valid v2 batch (damage, a legacy message, a producer's control batch whose marker the
  *     walker must read, a header whose arithmetic overflows) and after `window` bytes: the walker's
  *     read_entry then takes that entry, so each stop keeps its exact reason and wording.
@@ -230,6 +232,57 @@ static PyObject *batch_view(PyTypeObject *type, Py_ssize_t pos, int64_t size, in
     return t;
 }
 
+/* A batch header as frames() read it, before any Python object is made of it. */
+struct header {
+    Py_ssize_t pos;
+    int64_t size, base, last, base_ts, max_ts, pid;
+    int32_t count, seq, leader_epoch;
+    int attributes, epoch;
+    uint32_t crc;
+};
+
+#define HEADERS_PER_PASS 256
+
+/* Up to `room` plain valid v2 batches from *pos, without the GIL: their headers, and *pos past them. Stops
+ * where frames() stops; returns how many, and sets *more when it stopped only for want of room. */
+static int read_headers(const unsigned char *buf, Py_ssize_t *pos, Py_ssize_t end, Py_ssize_t limit,
+                        struct header *out, int room, int *more)
+{
+    int m = 0;
+    Py_ssize_t at = *pos;
+    *more = 0;
+    while (at >= 0 && end - at > HEADER_SIZE_UP_TO_MAGIC && at < limit) {
+        if (m == room) {
+            *more = 1;
+            break;
+        }
+        const unsigned char *p = buf + at;
+        int64_t base = (int64_t)be64(p);
+        int32_t length = (int32_t)be32(p + 8);
+        if (p[16] != 2)
+            break;
+        int64_t size = (int64_t)length + LOG_OVERHEAD; /* below the v2 minimum: a negative length too */
+        if (size > end - at || size < V2_HEADER_SIZE)
+            break;
+        int attributes = p[22]; /* the low byte of the int16 attributes, as the walker keeps them */
+        int64_t pid = (int64_t)be64(p + 43);
+        int64_t last;
+        if (__builtin_add_overflow(base, (int64_t)(int32_t)be32(p + 23), &last))
+            break;
+        if ((attributes & 0x20) && pid >= 0)
+            break; /* a producer's control batch: the walker reads its marker */
+        uint32_t stored = be32(p + 17);
+        if (crc32c(p + 21, (size_t)(size - 21)) != stored)
+            break;
+        out[m++] = (struct header){at, size, base, last, (int64_t)be64(p + 27), (int64_t)be64(p + 35), pid,
+                                   (int32_t)be32(p + 57), (int32_t)be32(p + 53), (int32_t)be32(p + 12),
+                                   attributes, (int16_t)(p[51] << 8 | p[52]), stored};
+        at += size;
+    }
+    *pos = at;
+    return m;
+}
+
 static PyObject *k_frames(PyObject *self, PyObject *args)
 {
     PyObject *type, *obj;
@@ -241,44 +294,28 @@ static PyObject *k_frames(PyObject *self, PyObject *args)
         return NULL;
     if (end > b.len)
         end = b.len;
-    const unsigned char *buf = b.buf;
+    Py_ssize_t limit = window > PY_SSIZE_T_MAX - pos ? PY_SSIZE_T_MAX : pos + window;
     PyObject *out = PyList_New(0);
     if (out == NULL)
         goto fail;
-    Py_ssize_t start = pos;
-    while (pos >= 0 && end - pos > HEADER_SIZE_UP_TO_MAGIC && pos - start < window) {
-        const unsigned char *p = buf + pos;
-        int64_t base = (int64_t)be64(p);
-        int32_t length = (int32_t)be32(p + 8);
-        if (p[16] != 2)
-            break;
-        int64_t size = (int64_t)length + LOG_OVERHEAD; /* below the v2 minimum: a negative length too */
-        if (size > end - pos || size < V2_HEADER_SIZE)
-            break;
-        uint32_t stored = be32(p + 17);
-        int attributes = p[22]; /* the low byte of the int16 attributes, as the walker keeps them */
-        int32_t last_delta = (int32_t)be32(p + 23);
-        int64_t pid = (int64_t)be64(p + 43);
-        int64_t last;
-        if (__builtin_add_overflow(base, (int64_t)last_delta, &last))
-            break;
-        if ((attributes & 0x20) && pid >= 0)
-            break; /* a producer's control batch: the walker reads its marker */
-        uint32_t computed;
+    struct header h[HEADERS_PER_PASS];
+    int more = 1;
+    while (more) {
+        int m;
+        /* The CRCs of a pass run without the GIL, once; its views are made with it, from what was read. */
         Py_BEGIN_ALLOW_THREADS
-        computed = crc32c(p + 21, (size_t)(size - 21));
+        m = read_headers(b.buf, &pos, end, limit, h, HEADERS_PER_PASS, &more);
         Py_END_ALLOW_THREADS
-        if (computed != stored)
-            break;
-        PyObject *view = batch_view((PyTypeObject *)type, pos, size, base, last, (int32_t)be32(p + 57), attributes,
-                                    (int64_t)be64(p + 27), (int64_t)be64(p + 35), pid, (int16_t)(p[51] << 8 | p[52]),
-                                    (int32_t)be32(p + 53), (int32_t)be32(p + 12), stored);
-        if (view == NULL || PyList_Append(out, view) < 0) {
-            Py_XDECREF(view);
-            goto fail;
+        for (int i = 0; i < m; i++) {
+            PyObject *view = batch_view((PyTypeObject *)type, h[i].pos, h[i].size, h[i].base, h[i].last,
+                                        h[i].count, h[i].attributes, h[i].base_ts, h[i].max_ts, h[i].pid,
+                                        h[i].epoch, h[i].seq, h[i].leader_epoch, h[i].crc);
+            if (view == NULL || PyList_Append(out, view) < 0) {
+                Py_XDECREF(view);
+                goto fail;
+            }
+            Py_DECREF(view);
         }
-        Py_DECREF(view);
-        pos += size;
     }
     PyBuffer_Release(&b);
     return Py_BuildValue("(Nn)", out, pos);
