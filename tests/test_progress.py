@@ -3,6 +3,7 @@ moving within a single segment as the walker passes its bytes; in a pipe or a fi
 from __future__ import annotations
 
 import io
+import time
 
 import pytest
 
@@ -64,3 +65,27 @@ def test_nothing_in_a_pipe(one_segment, monkeypatch, capsys):
     pipe = io.StringIO()
     rc, seen = _run(monkeypatch, capsys, pipe, "verify", part)
     assert rc == 0 and seen == [] and pipe.getvalue() == ""
+
+
+def test_an_audit_phase_shows_no_total_before_spark_knows_its_tasks(monkeypatch):
+    """`checking (Spark tasks)` reads 0/? until the phase's first job is registered, then 0/N and moves."""
+    import logtool.spark.progress as spark_progress
+
+    answers = iter([(0, 0), (4, 0), (4, 3)])
+    seen: list[float | None] = []
+    ticked = []
+
+    def tasks(_sc, _group):
+        answer = next(answers, (4, 4))
+        ticked.append(answer)
+        return answer
+
+    real_total = progress_module.Meter.total
+    monkeypatch.setattr(progress_module.Meter, "total", lambda self, n: (seen.append(n), real_total(self, n)))
+    monkeypatch.setattr(spark_progress, "_tasks", tasks)
+    monkeypatch.setattr(spark_progress, "POLL_SECONDS", 0.01)
+    monkeypatch.setattr("sys.stderr", _Terminal())
+    with spark_progress.job_progress(None, "group", "checking"):
+        while len(ticked) < 4:
+            time.sleep(0.005)
+    assert seen[:2] == [4, 4] and 0 not in seen

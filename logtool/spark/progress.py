@@ -39,7 +39,8 @@ def job_progress(sc: SparkContext, group: str, label: str) -> Iterator[None]:
             shown = 0
             while not stop.wait(POLL_SECONDS):
                 total, done = _tasks(sc, group)
-                meter.total(total)
+                if total:  # before Spark registers the group's first job: "0/?", not "0/0"
+                    meter.total(total)
                 meter.add(max(0, done - shown))
                 shown = max(shown, done)
 
