@@ -58,7 +58,7 @@ class StderrFilter:
 
 def _daemon_only(held: list[bytes]) -> bool:
     """Held lines are one traceback whose every frame is in PySpark's worker daemon."""
-    frames = [FRAME.match(h) for h in held if FRAME.match(h)]
+    frames = [m for m in map(FRAME.match, held) if m]
     return bool(frames) and all(f["path"].endswith(b"pyspark/daemon.py") for f in frames)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pyspark import SparkConf
     from pyspark.sql import SparkSession
 
 PACKAGE = Path(__file__).resolve().parents[1]  # the logtool package directory
@@ -52,6 +53,7 @@ def start(master: str | None, conf: dict[str, str]) -> tuple["SparkSession", boo
     Python workers with this interpreter (which has logtool's dependencies) and logs fatal errors only.
     Under spark-submit, spark-submit's master and settings apply."""
     require()
+    from pyspark import SparkConf
     from pyspark.errors import PySparkException
     from pyspark.sql import SparkSession
 
@@ -79,15 +81,13 @@ def start(master: str | None, conf: dict[str, str]) -> tuple["SparkSession", boo
         # dependencies), read when the context is made: unless the user chose one, this interpreter, on a
         # cluster too (preflight() then checks that the executors can use it).
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark_conf = SparkConf().setAppName("logtool audit").setAll(list((settings | conf).items()))
+    if master:
+        spark_conf.setMaster(master)
     try:
         if not submitted:
-            _launch_jvm(master, settings | conf)
-        builder = SparkSession.builder.appName("logtool audit")
-        if master:
-            builder = builder.master(master)
-        for key, value in (settings | conf).items():
-            builder = builder.config(key, value)
-        spark = builder.getOrCreate()
+            _launch_jvm(spark_conf)
+        spark = SparkSession.builder.config(conf=spark_conf).getOrCreate()
     except (PySparkException, OSError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise SparkUnavailable(f"Spark did not start: {first} (Spark needs Java 17 or newer; this is {java()})") from None
@@ -96,17 +96,14 @@ def start(master: str | None, conf: dict[str, str]) -> tuple["SparkSession", boo
     return spark, True
 
 
-def _launch_jvm(master: str | None, settings: dict[str, str]) -> None:
+def _launch_jvm(conf: "SparkConf") -> None:
     """Start the driver's JVM and its SparkContext, the JVM's stderr reaching ours through jvm_stderr's filter
     (the builder then finds this context). PySpark's launch_gateway takes Popen arguments for this purpose."""
-    from pyspark import SparkConf, SparkContext
+    from pyspark import SparkContext
     from pyspark.java_gateway import launch_gateway
 
     from logtool.spark.jvm_stderr import filtered_stderr
 
-    conf = SparkConf().setAll(list(settings.items())).setAppName("logtool audit")
-    if master:
-        conf.setMaster(master)
     stderr = filtered_stderr()
     try:
         gateway = launch_gateway(conf, popen_kwargs={"stderr": stderr})
