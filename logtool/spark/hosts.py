@@ -29,13 +29,16 @@ class Pin:
     asked: str
     executor: str
 
-    def named(self, path: str) -> str:
-        """A path on that host, written as the user wrote the PATH."""
-        return f"{self.asked}:{path}"
 
-    def reader(self, here: str) -> str:
-        """The host column: the host asked for and the executor that read it."""
-        return f"{self.asked} (read on {here})"
+
+def named(pin: Pin | None, path: str) -> str:
+    """A path as the user wrote its PATH: on the host asked for (HOST:path) where it is pinned."""
+    return path if pin is None else f"{pin.asked}:{path}"
+
+
+def reader(pin: Pin | None, here: str) -> str:
+    """The host column: this host, or the host asked for and the executor that read it."""
+    return here if pin is None else f"{pin.asked} (read on {here})"
 
 
 def pinned(path: str) -> tuple[str | None, str]:

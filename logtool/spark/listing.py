@@ -8,7 +8,7 @@ from pathlib import Path
 
 from logtool.checks.engine import Report, Target, plan_targets
 from logtool.findings import finding
-from logtool.spark.hosts import Pin, executor_host, same_host
+from logtool.spark.hosts import Pin, executor_host, named, reader, same_host
 from logtool.spark.pieces import Piece
 from logtool.store.layout import FileKind, classify_file
 
@@ -46,15 +46,13 @@ def list_path(path: str, pin: Pin | None = None) -> Listing:
         return not_audited(path, pin.asked, f"its task ran on {here}")
     report = Report()
     # named as verify's findings name it, with the host asked for where there was one
-    listing = Listing(pin.named(str(Path(path))) if pin else str(Path(path)), pin.reader(here) if pin else here,
-                      report)
+    listing = Listing(named(pin, str(Path(path))), reader(pin, here), report)
     for target in plan_targets([Path(path)], report):
         # A partition's log dir is its parent; a lone segment file's is its partition dir's parent.
         log_dir = str(target.path.parent.parent if target.single_file else target.path.parent)
-        listing.targets.append(Sized(target, pin.named(log_dir) if pin else log_dir, _segment_sizes(target), pin=pin))
-    if pin is not None:
-        for ld in report.log_dirs:
-            ld.path = pin.named(ld.path)
+        listing.targets.append(Sized(target, named(pin, log_dir), _segment_sizes(target), pin=pin))
+    for ld in report.log_dirs:
+        ld.path = named(pin, ld.path)
     return listing
 
 

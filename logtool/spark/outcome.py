@@ -12,6 +12,7 @@ from logtool.checks.logdir import LogDirReport
 from logtool.checks.engine import check_against_log_dir
 from logtool.spark.rows import (BATCH, FINDING, PARTITION, PIECE, TALLY, batch_rows, checked_findings,
                                 partition_row)
+from logtool.spark.hosts import named
 from logtool.spark.split import Unit
 from logtool.spark.summary import Tally
 from logtool.spark.task import Checked, Settings, check_unit, merge
@@ -63,5 +64,4 @@ def blob(row) -> object:
 def partition_path(c: Checked) -> str:
     """The key the pieces of one partition are grouped by (here, not in the driver: executors unpickle it,
     and importing the driver's module would pull its progress display into every executor)."""
-    pin = c.item.pin
-    return pin.named(str(c.item.target.path)) if pin else str(c.item.target.path)
+    return named(c.item.pin, str(c.item.target.path))

@@ -12,7 +12,7 @@ from logtool.checks.producers import DEFAULT_TRANSACTION_TIMEOUT_MS
 from logtool.spark.pieces import check_piece, finish_pieces
 from logtool.format.batch import BatchView
 from logtool.findings import finding
-from logtool.spark.hosts import executor_host, same_host
+from logtool.spark.hosts import executor_host, named, reader, same_host
 from logtool.spark.listing import Sized
 from logtool.store.layout import parse_partition_dir
 from logtool.spark.split import Unit
@@ -70,15 +70,13 @@ def check_unit(settings: Settings, unit: Unit) -> Iterator[Checked]:
             report = check_target(item.target, settings.deep, reading, lens, settings.transaction_timeout_ms)
         else:
             report = check_piece(item.target, item.piece, settings.deep, reading, lens)
-        if pin is not None:
-            report.path = pin.named(report.path)
-        yield Checked(item, pin.reader(here) if pin else here, report, time.perf_counter() - start,
-                      lens.keys if lens else [])
+        report.path = named(pin, report.path)
+        yield Checked(item, reader(pin, here), report, time.perf_counter() - start, lens.keys if lens else [])
 
 
 def _not_audited(item: Sized, why: str) -> PartitionReport:
     name = parse_partition_dir(item.target.path.name)
-    rep = PartitionReport(item.pin.named(str(item.target.path)), *((name.topic, name.partition, name.kind)
+    rep = PartitionReport(named(item.pin, str(item.target.path)), *((name.topic, name.partition, name.kind)
                                                                    if name else (None, None)))
     rep.findings.append(finding("NOT_AUDITED", f"not audited: {why}", rep.path))
     return rep
