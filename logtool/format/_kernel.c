@@ -327,10 +327,9 @@ fail:
 
 /* ---- runs of batches, as two lenses see them ------------------------------------------------------ */
 
-/* A BatchView's int field, or -1 where it is not one an int64 holds (None, a bigger int): "ask Python". */
-static int view_field(PyObject *view, Py_ssize_t i, int64_t *out)
+/* An int an int64 holds, or -1 where it is not one (None, a bigger int): "ask Python". */
+static int int64_of(PyObject *v, int64_t *out)
 {
-    PyObject *v = PyTuple_GET_ITEM(view, i);
     if (!PyLong_CheckExact(v))
         return -1;
     int overflow;
@@ -341,6 +340,11 @@ static int view_field(PyObject *view, Py_ssize_t i, int64_t *out)
     }
     *out = x;
     return 0;
+}
+
+static inline int view_field(PyObject *view, Py_ssize_t i, int64_t *out)
+{
+    return int64_of(PyTuple_GET_ITEM(view, i), out);
 }
 
 enum { F_POSITION = 0, F_MAGIC = 2, F_BASE = 3, F_LAST = 4, F_ATTRIBUTES = 6, F_MAX_TS = 8, F_LEADER_EPOCH = 12,
@@ -356,6 +360,8 @@ static PyObject *k_plain_run(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O!L", &PyList_Type, &views, &base))
         return NULL;
     Py_ssize_t n = PyList_GET_SIZE(views);
+    if (n == 0)
+        Py_RETURN_NONE;
     int64_t first = 0, prev_last = 0, max_ts = 0, epoch = 0;
     unsigned codecs = 0, magics = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -381,8 +387,6 @@ static PyObject *k_plain_run(PyObject *self, PyObject *args)
         magics |= 1u << magic;
         prev_last = last;
     }
-    if (n == 0)
-        Py_RETURN_NONE;
     return Py_BuildValue("(LLLIIL)", (long long)first, (long long)prev_last, (long long)max_ts, codecs, magics,
                          (long long)epoch);
 }
@@ -402,28 +406,24 @@ static PyObject *k_index_run(PyObject *self, PyObject *args)
     long long base;
     if (!PyArg_ParseTuple(args, "O!OnnLO", &PyList_Type, &views, &obj, &j, &n, &base, &pbl_obj))
         return NULL;
+    if (j < 0) {
+        PyErr_SetString(PyExc_ValueError, "index_run: entry numbers start at 0");
+        return NULL;
+    }
+    if (pbl_obj != Py_None && !PyLong_Check(pbl_obj)) {
+        PyErr_SetString(PyExc_TypeError, "index_run: the previous batch's last offset is an int or None");
+        return NULL;
+    }
+    int64_t pbl = 0;
+    int has_pbl = pbl_obj != Py_None;
+    if (has_pbl && int64_of(pbl_obj, &pbl))
+        return Py_BuildValue("(nnO)", (Py_ssize_t)0, j, pbl_obj);
     Py_buffer b;
     if (PyObject_GetBuffer(obj, &b, PyBUF_SIMPLE) < 0)
         return NULL;
     if (n > b.len / 8)
         n = b.len / 8;
     const unsigned char *d = b.buf;
-    int64_t pbl = 0;
-    int has_pbl = pbl_obj != Py_None;
-    if (has_pbl && !PyLong_CheckExact(pbl_obj)) {
-        PyBuffer_Release(&b);
-        PyErr_SetString(PyExc_TypeError, "previous batch's last offset: an int or None");
-        return NULL;
-    }
-    if (has_pbl) {
-        int overflow;
-        pbl = PyLong_AsLongLongAndOverflow(pbl_obj, &overflow);
-        if (overflow || (pbl == -1 && PyErr_Occurred())) {
-            PyErr_Clear();
-            PyBuffer_Release(&b);
-            return Py_BuildValue("(nnO)", (Py_ssize_t)0, j, pbl_obj);
-        }
-    }
     Py_ssize_t k = 0, count = PyList_GET_SIZE(views);
     for (; k < count; k++) {
         PyObject *v = PyList_GET_ITEM(views, k);
