@@ -216,7 +216,7 @@ def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | Non
     records = 0
     buf = seg.buf
     feeds = [feeder(lens) for lens in fed]
-    for views in seg.walk_runs(walk):
+    for views in seg.walk_runs(walk, reads_bytes=deep):
         for feed in feeds:
             feed(views)
         if deep:

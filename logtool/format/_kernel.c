@@ -4,9 +4,10 @@
  * answers, for the common case only, and says "ask Python" for everything else:
  *
  *   frames(BatchView, buf, pos, end, window) walks whole, valid v2 batches (framing, size, CRC-32C) from
- *     `pos` and returns ([BatchView, ...], the position it stopped at). It reads up to 256 headers and
+ *     `pos` and returns ([BatchView, ...], the position it stopped at). It reads up to 1024 headers and
  *     their CRCs with the GIL released once, then makes their views (releasing it per batch cost a walk
- *     of 1 GB of 18 KB batches 12% over a mapping, 27% over bytes in memory). It stops before any entry that is
+ *     of 1 GB of 18 KB batches 12% over a mapping, 27% over bytes in memory); a pass of several MiB has
+ *     its CRCs checked on up to threads() cores. It stops before any entry that is
  *     not a plain valid v2 batch (damage, a legacy message, a producer's control batch whose marker the
  *     walker must read, a header whose arithmetic overflows) and after `window` bytes: the walker's
  *     read_entry then takes that entry, so each stop keeps its exact reason and wording.
@@ -21,6 +22,8 @@
  *     entry j as the offset index lens does, and stops before the first batch where an entry is not
  *     plainly right: the lens takes that batch and the rest, and words any finding.
  *   crc32c(data) the Castagnoli CRC, for the tests that hold this copy to the crc32c package.
+ *   threads([n]) how many threads may check a pass's CRCs (the usable CPUs, at most 4; 1: this one only);
+ *     split_passes() how many passes have had them checked on more than one, for the tests and the bench.
  *
  * Reading a mapping whose file is cut short under us: the SIGBUS guard (store/_mapguard.c) turns the
  * faulting pages into zeros, for C reads as for Python's, so a walk here ends at a CRC mismatch there.
@@ -29,6 +32,9 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <nmmintrin.h>
@@ -241,10 +247,11 @@ struct header {
     uint32_t crc;
 };
 
-#define HEADERS_PER_PASS 256
+#define HEADERS_PER_PASS 1024
 
-/* Up to `room` plain valid v2 batches from *pos, without the GIL: their headers, and *pos past them. Stops
- * where frames() stops; returns how many, and sets *more when it stopped only for want of room. */
+/* Up to `room` v2 batches from *pos whose framing is plain (everything frames() checks but the CRC), without
+ * the GIL: their headers, and *pos past them. Stops where frames() stops; returns how many, and sets *more
+ * when it stopped only for want of room. */
 static int read_headers(const unsigned char *buf, Py_ssize_t *pos, Py_ssize_t end, Py_ssize_t limit,
                         struct header *out, int room, int *more)
 {
@@ -271,16 +278,103 @@ static int read_headers(const unsigned char *buf, Py_ssize_t *pos, Py_ssize_t en
             break;
         if ((attributes & 0x20) && pid >= 0)
             break; /* a producer's control batch: the walker reads its marker */
-        uint32_t stored = be32(p + 17);
-        if (crc32c(p + 21, (size_t)(size - 21)) != stored)
-            break;
         out[m++] = (struct header){at, size, base, last, (int64_t)be64(p + 27), (int64_t)be64(p + 35), pid,
                                    (int32_t)be32(p + 57), (int32_t)be32(p + 53), (int32_t)be32(p + 12),
-                                   attributes, (int16_t)(p[51] << 8 | p[52]), stored};
+                                   attributes, (int16_t)(p[51] << 8 | p[52]), be32(p + 17)};
         at += size;
     }
     *pos = at;
     return m;
+}
+
+/* ---- the CRCs of a pass, on every core that pays ---------------------------------------------------- */
+
+/* A pass's CRCs are split across threads when each would check at least PART_BYTES: below that, starting
+ * a thread costs about what it saves. The threads live for one pass (created and joined in it), so no
+ * thread outlives a call, holds a buffer, or is lost in a fork (PySpark's workers are forked). */
+#define PART_BYTES (1 << 20)
+#define MAX_PARTS 4
+static int max_parts = 1; /* set at import from the usable CPUs, and by threads() */
+static unsigned long split_passes; /* passes whose CRCs were checked on more than one thread */
+
+struct crc_part {
+    const unsigned char *buf;
+    const struct header *h;
+    int from, to, bad; /* bad: the first batch in [from, to) whose CRC is wrong, or `to` */
+};
+
+static void *check_part(void *arg)
+{
+    struct crc_part *c = arg;
+    c->bad = c->to;
+    for (int i = c->from; i < c->to; i++) {
+        const struct header *x = &c->h[i];
+        if (crc32c(c->buf + x->pos + 21, (size_t)(x->size - 21)) != x->crc) {
+            c->bad = i;
+            break;
+        }
+    }
+    return NULL;
+}
+
+/* The first of the m batches whose stored CRC is wrong, or m. A part that a thread cannot be started for
+ * is checked here; a wrong CRC in one part does not stop the others (their answers come after it). */
+static int first_bad_crc(const unsigned char *buf, const struct header *h, int m)
+{
+    int64_t bytes = 0;
+    for (int i = 0; i < m; i++)
+        bytes += h[i].size;
+    int parts = (int)(bytes / PART_BYTES);
+    if (parts > max_parts)
+        parts = max_parts;
+    if (parts > m)
+        parts = m;
+    struct crc_part part[MAX_PARTS];
+    if (parts <= 1) {
+        part[0] = (struct crc_part){buf, h, 0, m, m};
+        check_part(&part[0]);
+        return part[0].bad;
+    }
+    /* Contiguous parts of about equal bytes. */
+    int i = 0;
+    int64_t seen = 0;
+    for (int k = 0; k < parts; k++) {
+        int from = i;
+        int64_t goal = bytes * (k + 1) / parts;
+        while (i < m && (k == parts - 1 || seen < goal))
+            seen += h[i++].size;
+        part[k] = (struct crc_part){buf, h, from, i, i};
+    }
+    __atomic_add_fetch(&split_passes, 1, __ATOMIC_RELAXED);
+    pthread_t tid[MAX_PARTS];
+    int started[MAX_PARTS] = {0};
+    for (int k = 1; k < parts; k++)
+        started[k] = pthread_create(&tid[k], NULL, check_part, &part[k]) == 0;
+    check_part(&part[0]);
+    for (int k = 1; k < parts; k++) {
+        if (started[k])
+            pthread_join(tid[k], NULL);
+        else
+            check_part(&part[k]);
+    }
+    for (int k = 0; k < parts; k++)
+        if (part[k].bad < part[k].to)
+            return part[k].bad;
+    return m;
+}
+
+/* Up to HEADERS_PER_PASS whole, valid v2 batches from *pos: read_headers, then their CRCs; *pos ends
+ * before the first batch whose CRC is wrong. */
+static int valid_batches(const unsigned char *buf, Py_ssize_t *pos, Py_ssize_t end, Py_ssize_t limit,
+                         struct header *out, int *more)
+{
+    int m = read_headers(buf, pos, end, limit, out, HEADERS_PER_PASS, more);
+    int good = first_bad_crc(buf, out, m);
+    if (good < m) {
+        *pos = out[good].pos;
+        *more = 0;
+    }
+    return good;
 }
 
 static PyObject *k_frames(PyObject *self, PyObject *args)
@@ -295,16 +389,17 @@ static PyObject *k_frames(PyObject *self, PyObject *args)
     if (end > b.len)
         end = b.len;
     Py_ssize_t limit = window > PY_SSIZE_T_MAX - pos ? PY_SSIZE_T_MAX : pos + window;
-    PyObject *out = PyList_New(0);
+    /* on the heap: a pass's headers would take 90 KB of a thread's stack */
+    struct header *h = PyMem_RawMalloc(HEADERS_PER_PASS * sizeof *h);
+    PyObject *out = h == NULL ? PyErr_NoMemory() : PyList_New(0);
     if (out == NULL)
         goto fail;
-    struct header h[HEADERS_PER_PASS];
     int more = 1;
     while (more) {
         int m;
         /* The CRCs of a pass run without the GIL, once; its views are made with it, from what was read. */
         Py_BEGIN_ALLOW_THREADS
-        m = read_headers(b.buf, &pos, end, limit, h, HEADERS_PER_PASS, &more);
+        m = valid_batches(b.buf, &pos, end, limit, h, &more);
         Py_END_ALLOW_THREADS
         for (int i = 0; i < m; i++) {
             PyObject *view = batch_view((PyTypeObject *)type, h[i].pos, h[i].size, h[i].base, h[i].last,
@@ -317,10 +412,12 @@ static PyObject *k_frames(PyObject *self, PyObject *args)
             Py_DECREF(view);
         }
     }
+    PyMem_RawFree(h);
     PyBuffer_Release(&b);
     return Py_BuildValue("(Nn)", out, pos);
 fail:
     Py_XDECREF(out);
+    PyMem_RawFree(h);
     PyBuffer_Release(&b);
     return NULL;
 }
@@ -1044,6 +1141,34 @@ static PyObject *k_crc32c(PyObject *self, PyObject *obj)
 
 static PyObject *k_hardware_crc(PyObject *self, PyObject *unused) { return PyBool_FromLong(have_hw); }
 
+/* The CPUs this process may run on (its affinity, as a container or taskset limits it). */
+static int usable_cpus(void)
+{
+#ifdef CPU_COUNT
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        return CPU_COUNT(&set);
+#endif
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+static PyObject *k_threads(PyObject *self, PyObject *args)
+{
+    int n = 0;
+    if (!PyArg_ParseTuple(args, "|i", &n))
+        return NULL;
+    int was = max_parts;
+    if (n > 0)
+        max_parts = n < MAX_PARTS ? n : MAX_PARTS;
+    return PyLong_FromLong(was);
+}
+
+static PyObject *k_split_passes(PyObject *self, PyObject *unused)
+{
+    return PyLong_FromUnsignedLong(__atomic_load_n(&split_passes, __ATOMIC_RELAXED));
+}
+
 static PyMethodDef kernel_methods[] = {
     {"frames", k_frames, METH_VARARGS,
      PyDoc_STR("frames(BatchView, buf, pos, end, window) -> ([BatchView, ...], stop position)")},
@@ -1063,6 +1188,10 @@ static PyMethodDef kernel_methods[] = {
      PyDoc_STR("index_run([BatchView, ...], index bytes, next entry, entries, segment base, previous batch's last "
                "offset or None) -> (batches taken, next entry, previous batch's last offset)")},
     {"crc32c", k_crc32c, METH_O, PyDoc_STR("crc32c(data) -> int")},
+    {"threads", k_threads, METH_VARARGS,
+     PyDoc_STR("threads([n]) -> how many threads check a pass's CRCs at most (before n, when n is given)")},
+    {"split_passes", k_split_passes, METH_NOARGS,
+     PyDoc_STR("split_passes() -> how many passes had their CRCs checked on more than one thread so far")},
     {"hardware_crc", k_hardware_crc, METH_NOARGS, PyDoc_STR("hardware_crc() -> whether SSE4.2's crc32 is used")},
     {NULL, NULL, 0, NULL},
 };
@@ -1073,5 +1202,6 @@ PyMODINIT_FUNC PyInit__kernel(void)
 {
     crc_init();
     json_init();
+    max_parts = usable_cpus() < MAX_PARTS ? usable_cpus() : MAX_PARTS;
     return PyModule_Create(&kernel_module);
 }

@@ -26,8 +26,10 @@ if TYPE_CHECKING:
 # page cache, so a broker reading the same file loses nothing.
 RELEASE_EVERY = 32 << 20
 FIRST_RUN = 64 << 10  # the bytes of batches the kernel checks in its first run of a walk
-# ... and at most in any run: the batches a lens reads after the kernel checked them are still in the CPU's
-# cache (a deep verify of 1 GB: 0.53 s with runs of up to 32 MiB, 0.40 s with these)
+# ... and at most in any run of a walk whose caller reads the batches' bytes: they are still in the CPU's
+# cache when it does (a deep verify of 1 GB: 0.53 s with runs of up to 32 MiB, 0.40 s with these). A walk
+# whose caller reads only the views runs up to the release mark: the kernel then checks the CRCs of its
+# longer passes on several cores.
 LONGEST_RUN = 256 << 10
 
 
@@ -160,14 +162,16 @@ class Segment:
         for views in self.walk_runs(result, start):
             yield from views
 
-    def walk_runs(self, result: WalkOutcome | None = None, start: int = 0) -> Iterator[list[BatchView]]:
+    def walk_runs(self, result: WalkOutcome | None = None, start: int = 0,
+                  reads_bytes: bool = True) -> Iterator[list[BatchView]]:
         """`walk`'s batches a run at a time, for lenses that take many at once (`feed_many`): `result` is
-        brought up to the end of each run before it is handed out.
+        brought up to the end of each run before it is handed out. `reads_bytes`: the caller reads the
+        batches' bytes (their records), not only their views.
 
         The compiled kernel, where there is one, walks the runs of plain valid v2 batches, each up to
         twice as many bytes as the one before (a seek that wants one batch checks few), at most LONGEST_RUN
-        and never past the next release mark; every other entry is read here, so each stop keeps its reason
-        and its words.
+        when the caller reads the bytes, and never past the next release mark; every other entry is read
+        here, so each stop keeps its reason and its words.
         """
         buf, end = self.buf, self.size
         walk = result if result is not None else WalkOutcome(end)
@@ -176,6 +180,7 @@ class Segment:
         every = self.reading.every if self.reading is not None else RELEASE_EVERY
         fast = kernel.KERNEL
         run = FIRST_RUN
+        longest = LONGEST_RUN if reads_bytes else every
         while True:
             if pos - released >= every:
                 released = _release(buf, released, pos)
@@ -184,7 +189,7 @@ class Segment:
             if fast is not None:
                 views, stopped = fast.frames(BatchView, buf, pos, end, min(run, every - (pos - released)))
                 if views:
-                    run = min(run * 2, LONGEST_RUN)
+                    run = min(run * 2, longest)
                     walk.valid_bytes = pos = stopped
                     walk.batches += len(views)
                     yield views
