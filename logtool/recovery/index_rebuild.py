@@ -101,7 +101,7 @@ def plan_index_rebuild(part: Partition, interval: int, kept: dict[str, int] | No
             with seg:
                 expected = ExpectedIndexes(seg.base_offset, seg.buf, txns, interval)
                 walk = WalkOutcome(seg.size)
-                for v in seg.walk(walk):
+                for v in seg.walk(walk, reads_bytes=False):  # the indexes need only the views
                     if end is not None and v.position >= end:
                         break
                     expected.feed(v)

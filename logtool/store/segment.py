@@ -153,13 +153,14 @@ class Segment:
     def path_with(self, suffix: str) -> Path:
         return self.log_path.with_suffix(suffix)
 
-    def walk(self, result: WalkOutcome | None = None, start: int = 0) -> Iterator[BatchView]:
+    def walk(self, result: WalkOutcome | None = None, start: int = 0, reads_bytes: bool = True) -> Iterator[BatchView]:
         """Yield each whole, valid batch of the valid prefix in file order; record the outcome in `result`.
 
         Validity is Kafka's recovery rule: framing (§1.1), size and CRC (`ensureValid`), and a readable
         end-transaction marker in producer control batches. Nothing else moves the end of the prefix.
+        `reads_bytes`: as for `walk_runs`.
         """
-        for views in self.walk_runs(result, start):
+        for views in self.walk_runs(result, start, reads_bytes):
             yield from views
 
     def walk_runs(self, result: WalkOutcome | None = None, start: int = 0,
