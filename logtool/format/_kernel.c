@@ -640,7 +640,7 @@ static int parse_record(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end,
 /* Where a field's bytes start (past its length varint) and how many: the record parser checked them. */
 static inline const unsigned char *field_bytes(const unsigned char *d, Py_ssize_t at, Py_ssize_t *len)
 {
-    int64_t n;
+    int64_t n = -1; /* (never kept: the parser read this varint whole) */
     Py_ssize_t p = at;
     varint(d, &p, at + 5, 32, &n);
     *len = n < 0 ? -1 : (Py_ssize_t)n;
@@ -676,7 +676,7 @@ static PyObject *k_clean_records(PyObject *self, PyObject *args)
     long long i;
     for (i = 0; i < count; i++) {
         struct record r;
-        int64_t offset, ts;
+        int64_t offset = 0, ts; /* offset is kept as prev even when not checked, and read only when it is */
         if (parse_record(d, &pos, end, &r) < 0)
             break;
         if (check_offsets && (__builtin_add_overflow((int64_t)base, r.offset_delta, &offset) ||
