@@ -294,7 +294,8 @@ static int read_headers(const unsigned char *buf, Py_ssize_t *pos, Py_ssize_t en
  * thread outlives a call, holds a buffer, or is lost in a fork (PySpark's workers are forked). */
 #define PART_BYTES (1 << 20)
 #define MAX_PARTS 4
-static int max_parts = 1; /* set at import from the usable CPUs, and by threads() */
+/* set at import from the usable CPUs, and by threads(); read without the GIL, so always atomically */
+static int max_parts = 1;
 static unsigned long split_passes; /* passes whose CRCs were checked on more than one thread */
 
 struct crc_part {
@@ -325,8 +326,9 @@ static int first_bad_crc(const unsigned char *buf, const struct header *h, int m
     for (int i = 0; i < m; i++)
         bytes += h[i].size;
     int parts = (int)(bytes / PART_BYTES);
-    if (parts > max_parts)
-        parts = max_parts;
+    int most = __atomic_load_n(&max_parts, __ATOMIC_RELAXED);
+    if (parts > most)
+        parts = most;
     if (parts > m)
         parts = m;
     struct crc_part part[MAX_PARTS];
@@ -1158,9 +1160,9 @@ static PyObject *k_threads(PyObject *self, PyObject *args)
     int n = 0;
     if (!PyArg_ParseTuple(args, "|i", &n))
         return NULL;
-    int was = max_parts;
+    int was = __atomic_load_n(&max_parts, __ATOMIC_RELAXED);
     if (n > 0)
-        max_parts = n < MAX_PARTS ? n : MAX_PARTS;
+        __atomic_store_n(&max_parts, n < MAX_PARTS ? n : MAX_PARTS, __ATOMIC_RELAXED);
     return PyLong_FromLong(was);
 }
 
