@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.generator import big_templates, repeat_to_size
+from fixtures.generator import BatchSpec, big_templates, build_batches, repeat_to_size
 from logtool.format import kernel
 from logtool.format.batch import BatchView
-from logtool.store.segment import Segment, WalkOutcome
+from logtool.spark.task import task_threads
+from logtool.store.segment import MOST_VIEWS, Segment, WalkOutcome
 
 # Six MiB of ~17 KB batches: one pass of the kernel, split into as many parts as threads are allowed.
 SIZE = 6 << 20
@@ -63,11 +64,12 @@ def _pure_walk(tmp_path: Path, data: bytes) -> tuple[list, WalkOutcome]:
     return views, walk
 
 
-def _damaged(where: list[float], seed: int) -> bytes:
+def _damaged(where: list[float | int], seed: int) -> bytes:
+    """SEGMENT with a byte changed at each place: a fraction of its length, or a position (an int)."""
     data = bytearray(SEGMENT)
     rng = random.Random(seed)
     for w in where:
-        at = min(int(len(data) * w), len(data) - 1)
+        at = w if isinstance(w, int) else min(int(len(data) * w), len(data) - 1)
         data[at] ^= rng.randrange(1, 256)
     return bytes(data)
 
@@ -82,7 +84,7 @@ def test_threads_default_to_the_usable_cpus_and_can_be_limited(fast):
 
 # Damage in the first part (the calling thread's), in a helper's, in several, at the very end, and none.
 PLACES = {"none": [], "first part": [0.1], "second part": [0.4], "last part": [0.9], "two parts": [0.3, 0.8],
-          "last byte": [1.0], "first header": [0.0]}
+          "last byte": [1.0], "first header": [30]}  # 30: the first batch's first timestamp, under its CRC
 
 
 @pytest.mark.parametrize("place", PLACES)
@@ -96,8 +98,7 @@ def test_a_split_pass_gives_the_one_thread_answer_and_the_pure_walk_s(fast, tmp_
     for n in (2, 3, 4):
         many, stop, split = _frames(fast, data, n)
         assert (many, stop) == (one, one_stop), n
-        if one_stop >= 2 << 20:  # at least two MiB of headers were read in its one pass: it was split
-            assert split == 1, n
+        assert split == 1, n  # headers are read on past a wrong CRC: the pass holds the whole 6 MiB
 
 
 def test_a_wrong_crc_in_any_one_batch_stops_every_thread_count_there(fast):
@@ -109,6 +110,54 @@ def test_a_wrong_crc_in_any_one_batch_stops_every_thread_count_there(fast):
             views, stop, _ = _frames(fast, data, n)
             assert (len(views), stop) == (i, at), (i, n)
         data[at + 100] ^= 0xFF
+
+
+def test_passes_after_the_first_are_split_too(fast, tmp_path):
+    # Over 1,024 batches: more than one pass in one call, each split.
+    data = b"".join(e.data for e in repeat_to_size(big_templates(), 20 << 20))
+    one, one_stop, _ = _frames(fast, data, 1)
+    many, stop, split = _frames(fast, data, 2)
+    assert len(one) > 1024 and (many, stop) == (one, one_stop) == (_pure_walk(tmp_path, data)[0], len(data))
+    assert split == 2
+
+
+def test_a_walk_of_views_only_walks_as_one_that_reads_the_bytes(fast, tmp_path):
+    for data in (SEGMENT, _damaged([0.7], 1)):
+        path = tmp_path / "00000000000000000000.log"
+        path.write_bytes(data)
+        both = []
+        for reads_bytes in (True, False):
+            walk = WalkOutcome(len(data))
+            with Segment(path, 0) as seg:
+                both.append((list(seg.walk(walk, reads_bytes=reads_bytes)), walk))
+        assert both[0] == both[1]
+
+
+def test_a_walk_of_views_only_keeps_its_runs_to_a_few_thousand_views(fast, tmp_path):
+    # 32 MiB of batches of a hundred bytes would be 300,000 views in one list.
+    spec = BatchSpec(batches=40_000, records_per_batch=1, value_bytes=(10, 60), seed=5)
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(b"".join(e.data for e in build_batches(spec)))
+    with Segment(path, 0) as seg:
+        runs = [len(r) for r in seg.walk_runs(reads_bytes=False)]
+    assert sum(runs) == 40_000
+    assert max(runs) <= 2 * MOST_VIEWS
+
+
+def test_a_spark_task_checks_crcs_on_the_cpus_spark_gave_it(fast, monkeypatch):
+    import pyspark
+
+    class Task:
+        def cpus(self):
+            return 1
+
+    with threads(fast, 4):
+        monkeypatch.setattr(pyspark.TaskContext, "get", staticmethod(lambda: None))
+        task_threads()  # outside a task: left as it was
+        assert fast.threads() == 4
+        monkeypatch.setattr(pyspark.TaskContext, "get", staticmethod(lambda: Task()))
+        task_threads()
+        assert fast.threads() == 1
 
 
 def test_a_pass_under_a_mib_per_thread_stays_on_one(fast):

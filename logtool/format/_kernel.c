@@ -22,7 +22,7 @@
  *     entry j as the offset index lens does, and stops before the first batch where an entry is not
  *     plainly right: the lens takes that batch and the rest, and words any finding.
  *   crc32c(data) the Castagnoli CRC, for the tests that hold this copy to the crc32c package.
- *   threads([n]) how many threads may check a pass's CRCs (the usable CPUs, at most 4; 1: this one only);
+ *   threads([n]) how many threads may check a pass's CRCs (the CPUs of the affinity, at most 4; 1: this one);
  *     split_passes() how many passes have had them checked on more than one, for the tests and the bench.
  *
  * Reading a mapping whose file is cut short under us: the SIGBUS guard (store/_mapguard.c) turns the
@@ -289,8 +289,9 @@ static int read_headers(const unsigned char *buf, Py_ssize_t *pos, Py_ssize_t en
 
 /* ---- the CRCs of a pass, on every core that pays ---------------------------------------------------- */
 
-/* A pass's CRCs are split across threads when each would check at least PART_BYTES: below that, starting
- * a thread costs about what it saves. The threads live for one pass (created and joined in it), so no
+/* A pass's CRCs are split across threads when it holds PART_BYTES per thread: below that, starting a
+ * thread costs about what it saves. The parts end on batch boundaries, so one can be smaller, or empty
+ * beside a batch of several MiB (it gets no thread). The threads live for one pass (created and joined in it), so no
  * thread outlives a call, holds a buffer, or is lost in a fork (PySpark's workers are forked). */
 #define PART_BYTES (1 << 20)
 #define MAX_PARTS 4
@@ -347,11 +348,13 @@ static int first_bad_crc(const unsigned char *buf, const struct header *h, int m
             seen += h[i++].size;
         part[k] = (struct crc_part){buf, h, from, i, i};
     }
-    __atomic_add_fetch(&split_passes, 1, __ATOMIC_RELAXED);
     pthread_t tid[MAX_PARTS];
-    int started[MAX_PARTS] = {0};
+    int started[MAX_PARTS] = {0}, helpers = 0;
     for (int k = 1; k < parts; k++)
-        started[k] = pthread_create(&tid[k], NULL, check_part, &part[k]) == 0;
+        if (part[k].from < part[k].to)
+            helpers += started[k] = pthread_create(&tid[k], NULL, check_part, &part[k]) == 0;
+    if (helpers)
+        __atomic_add_fetch(&split_passes, 1, __ATOMIC_RELAXED);
     check_part(&part[0]);
     for (int k = 1; k < parts; k++) {
         if (started[k])
@@ -391,7 +394,7 @@ static PyObject *k_frames(PyObject *self, PyObject *args)
     if (end > b.len)
         end = b.len;
     Py_ssize_t limit = window > PY_SSIZE_T_MAX - pos ? PY_SSIZE_T_MAX : pos + window;
-    /* on the heap: a pass's headers would take 90 KB of a thread's stack */
+    /* on the heap: a pass's headers would take 80 KiB of a thread's stack */
     struct header *h = PyMem_RawMalloc(HEADERS_PER_PASS * sizeof *h);
     PyObject *out = h == NULL ? PyErr_NoMemory() : PyList_New(0);
     if (out == NULL)
@@ -1143,7 +1146,8 @@ static PyObject *k_crc32c(PyObject *self, PyObject *obj)
 
 static PyObject *k_hardware_crc(PyObject *self, PyObject *unused) { return PyBool_FromLong(have_hw); }
 
-/* The CPUs this process may run on (its affinity, as a container or taskset limits it). */
+/* The CPUs this process may run on: its affinity (taskset, a cpuset). A CPU quota (cgroup cpu.max) is not
+ * seen; under Spark the task sets threads() from its own CPUs (spark/task.py). */
 static int usable_cpus(void)
 {
 #ifdef CPU_COUNT
@@ -1204,6 +1208,7 @@ PyMODINIT_FUNC PyInit__kernel(void)
 {
     crc_init();
     json_init();
-    max_parts = usable_cpus() < MAX_PARTS ? usable_cpus() : MAX_PARTS;
+    int cpus = usable_cpus();
+    __atomic_store_n(&max_parts, cpus < MAX_PARTS ? cpus : MAX_PARTS, __ATOMIC_RELAXED);
     return PyModule_Create(&kernel_module);
 }

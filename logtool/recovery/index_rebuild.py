@@ -101,7 +101,9 @@ def plan_index_rebuild(part: Partition, interval: int, kept: dict[str, int] | No
             with seg:
                 expected = ExpectedIndexes(seg.base_offset, seg.buf, txns, interval)
                 walk = WalkOutcome(seg.size)
-                for v in seg.walk(walk, reads_bytes=False):  # the indexes need only the views
+                # the indexes need only the views; short runs where the walk stops at `end` (past it: bytes
+                # the repair is about to cut)
+                for v in seg.walk(walk, reads_bytes=end is not None):
                     if end is not None and v.position >= end:
                         break
                     expected.feed(v)

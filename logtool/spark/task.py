@@ -12,6 +12,7 @@ from logtool.checks.producers import DEFAULT_TRANSACTION_TIMEOUT_MS
 from logtool.spark.pieces import check_piece, finish_pieces
 from logtool.format.batch import BatchView
 from logtool.findings import finding
+from logtool.format import kernel
 from logtool.spark.hosts import executor_host, named, reader, same_host
 from logtool.spark.listing import Sized
 from logtool.store.layout import parse_partition_dir
@@ -55,9 +56,20 @@ class Checked:
     batches: list[BatchKey] = field(default_factory=list)
 
 
+def task_threads() -> None:
+    """The kernel checks a task's CRCs on the CPUs Spark gave the task (spark.task.cpus, 1 by default), not on
+    every CPU of the executor: Spark already runs a task on each of them."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    if ctx is not None and kernel.KERNEL is not None:
+        kernel.KERNEL.threads(max(1, ctx.cpus()))
+
+
 def check_unit(settings: Settings, unit: Unit) -> Iterator[Checked]:
     # One reading policy per task: --max-read-rate caps each task, as the operator sizes it per disk.
     reading = read_policy(settings.max_read_rate, settings.spare_page_cache)
+    task_threads()
     here = executor_host()
     for item in unit.items:
         pin = item.pin

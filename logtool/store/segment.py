@@ -28,9 +28,11 @@ RELEASE_EVERY = 32 << 20
 FIRST_RUN = 64 << 10  # the bytes of batches the kernel checks in its first run of a walk
 # ... and at most in any run of a walk whose caller reads the batches' bytes: they are still in the CPU's
 # cache when it does (a deep verify of 1 GB: 0.53 s with runs of up to 32 MiB, 0.40 s with these). A walk
-# whose caller reads only the views runs up to the release mark: the kernel then checks the CRCs of its
-# longer passes on several cores.
+# whose caller reads only the views runs up to the release mark, where the kernel checks the CRCs of its
+# longer passes on several cores, but to at most MOST_VIEWS batches of the sizes it has met: a run is a list
+# of views (~430 bytes each), and 32 MiB of 60-byte batches would be 230 MB of them.
 LONGEST_RUN = 256 << 10
+MOST_VIEWS = 4096
 
 
 def _release(buf, start: int, end: int) -> int:
@@ -171,8 +173,8 @@ class Segment:
 
         The compiled kernel, where there is one, walks the runs of plain valid v2 batches, each up to
         twice as many bytes as the one before (a seek that wants one batch checks few), at most LONGEST_RUN
-        when the caller reads the bytes, and never past the next release mark; every other entry is read
-        here, so each stop keeps its reason and its words.
+        when the caller reads the bytes (MOST_VIEWS batches when it does not), and never past the next
+        release mark; every other entry is read here, so each stop keeps its reason and its words.
         """
         buf, end = self.buf, self.size
         walk = result if result is not None else WalkOutcome(end)
@@ -180,8 +182,7 @@ class Segment:
         pos = released = start
         every = self.reading.every if self.reading is not None else RELEASE_EVERY
         fast = kernel.KERNEL
-        run = FIRST_RUN
-        longest = LONGEST_RUN if reads_bytes else every
+        run, longest = FIRST_RUN, LONGEST_RUN
         while True:
             if pos - released >= every:
                 released = _release(buf, released, pos)
@@ -190,6 +191,8 @@ class Segment:
             if fast is not None:
                 views, stopped = fast.frames(BatchView, buf, pos, end, min(run, every - (pos - released)))
                 if views:
+                    if not reads_bytes:  # MOST_VIEWS batches of this run's mean size, up to the release mark
+                        longest = min(every, max(LONGEST_RUN, (stopped - pos) // len(views) * MOST_VIEWS))
                     run = min(run * 2, longest)
                     walk.valid_bytes = pos = stopped
                     walk.batches += len(views)
