@@ -34,6 +34,16 @@ def run_logtool(*args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture
+def fast():
+    """The compiled kernel, for tests that hold it to the pure path; failing, not skipping, where it is absent."""
+    from logtool.format import kernel
+
+    if kernel.KERNEL is None:
+        pytest.fail(f"no kernel to compare: {kernel.WHY_PURE}")
+    return kernel.KERNEL
+
+
+@pytest.fixture
 def case_copy(tmp_path):
     """Copy a Kafka-written case's partition dir into tmp_path, for tests that edit bytes."""
 

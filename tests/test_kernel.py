@@ -38,13 +38,6 @@ def test_the_kernel_is_loaded_unless_the_pure_path_is_asked_for():
         assert kernel.KERNEL is not None, kernel.WHY_PURE
 
 
-@pytest.fixture
-def fast():
-    if kernel.KERNEL is None:
-        pytest.fail(f"no kernel to compare: {kernel.WHY_PURE}")
-    return kernel.KERNEL
-
-
 @settings(max_examples=300, deadline=None)
 @given(data=st.binary(max_size=20000), skip=st.integers(0, 15))
 def test_crc32c_is_the_crc32c_package_s(data, skip):

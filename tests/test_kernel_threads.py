@@ -31,13 +31,6 @@ def _segment_bytes() -> bytes:
 SEGMENT = _segment_bytes()
 
 
-@pytest.fixture
-def fast():
-    if kernel.KERNEL is None:
-        pytest.fail(f"no kernel to compare: {kernel.WHY_PURE}")
-    return kernel.KERNEL
-
-
 @contextmanager
 def threads(k, n: int):
     was = k.threads(n)

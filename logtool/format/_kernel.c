@@ -291,8 +291,8 @@ static int read_headers(const unsigned char *buf, Py_ssize_t *pos, Py_ssize_t en
 
 /* A pass's CRCs are split across threads when it holds PART_BYTES per thread: below that, starting a
  * thread costs about what it saves. The parts end on batch boundaries, so one can be smaller, or empty
- * beside a batch of several MiB (it gets no thread). The threads live for one pass (created and joined in it), so no
- * thread outlives a call, holds a buffer, or is lost in a fork (PySpark's workers are forked). */
+ * beside a batch of several MiB (it gets no thread). The threads live for one pass (created and joined
+ * in it), so no thread outlives a call, holds a buffer, or is lost in a fork (PySpark forks its workers). */
 #define PART_BYTES (1 << 20)
 #define MAX_PARTS 4
 /* set at import from the usable CPUs, and by threads(); read without the GIL, so always atomically */

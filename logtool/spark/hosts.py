@@ -30,7 +30,6 @@ class Pin:
     executor: str
 
 
-
 def named(pin: Pin | None, path: str) -> str:
     """A path as the user wrote its PATH: on the host asked for (HOST:path) where it is pinned."""
     return path if pin is None else f"{pin.asked}:{path}"

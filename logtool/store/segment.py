@@ -155,7 +155,8 @@ class Segment:
     def path_with(self, suffix: str) -> Path:
         return self.log_path.with_suffix(suffix)
 
-    def walk(self, result: WalkOutcome | None = None, start: int = 0, reads_bytes: bool = True) -> Iterator[BatchView]:
+    def walk(self, result: WalkOutcome | None = None, start: int = 0,
+             reads_bytes: bool = True) -> Iterator[BatchView]:
         """Yield each whole, valid batch of the valid prefix in file order; record the outcome in `result`.
 
         Validity is Kafka's recovery rule: framing (§1.1), size and CRC (`ensureValid`), and a readable
