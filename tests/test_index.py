@@ -15,7 +15,7 @@ import pytest
 from conftest import KAFKA_WRITTEN, REAL, kafka_case, require, run_logtool
 from test_real_fixtures import TARGETS as REAL_TARGETS
 from fixtures import generator as g
-from logtool.recovery import index_rebuild
+from logtool.recovery import index_rebuild, quarantine
 from logtool.store.partition import Partition
 
 CASES = sorted(d.name for d in require(KAFKA_WRITTEN).iterdir() if d.is_dir())
@@ -133,8 +133,7 @@ def test_rebuild_apply_then_restore_is_byte_for_byte(case_copy, tmp_path_factory
     assert run_logtool("index", "verify", str(part)).returncode == 0
     assert run_logtool("index", "rebuild", str(part)).returncode == 0
     (run_dir,) = q.iterdir()
-    manifest = json.loads((run_dir / "manifest.json").read_text())
-    assert [e["name"] for e in manifest["entries"]] == ["00000000000000000000.index"]
+    assert [e.name for e in quarantine.load(run_dir).entries] == ["00000000000000000000.index"]
     assert run_logtool("restore", str(run_dir)).returncode == 0
     assert {f.name: f.read_bytes() for f in part.iterdir()} == before
 

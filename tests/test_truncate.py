@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import json
@@ -39,6 +40,7 @@ from pathlib import Path
 import pytest
 
 from conftest import KAFKA_WRITTEN, LOGTOOL, kafka_case, require
+from logtool.recovery import quarantine
 from logtool.recovery.truncate_plan import plan_repair
 from logtool.rules.expected_index import DEFAULT_INDEX_INTERVAL_BYTES
 
@@ -236,7 +238,8 @@ def the_run(q: Path) -> Path:
 
 
 def manifest(run: Path) -> dict:
-    return json.loads((run / "manifest.json").read_text())
+    """The run's manifest as a document: its entries as dicts."""
+    return {"entries": [dataclasses.asdict(e) for e in quarantine.load(run).entries]}
 
 
 def offset_entries(path: Path, base: int) -> list[list[int]]:
@@ -608,8 +611,8 @@ import os, signal, sys
 from logtool.recovery import quarantine
 where = sys.argv[1]
 if where == "after-rename":  # the new file is in place; the manifest does not know its sha256 yet
-    assert hasattr(quarantine.Run, "set_after")
-    quarantine.Run.set_after = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
+    assert hasattr(quarantine.QuarantineRun, "set_after")
+    quarantine.QuarantineRun.set_after = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
 elif where == "before-rename":  # the temp file is written and fsynced, not yet renamed over the old one
     real = os.rename
     def rename(src, dst, *a, **k):

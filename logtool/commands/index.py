@@ -11,11 +11,10 @@ from logtool.findings import Group, Severity
 from logtool.format.index import entries
 from logtool.rules.expected_index import DEFAULT_INDEX_INTERVAL_BYTES
 from logtool.checks.engine import Report
-from logtool.commands.failure import Failure
+from logtool.commands.repairing import command_line, finish_unfinished, writing
 from logtool.commands.options import epilog, fail_on_option, format_choice, format_option
 from logtool import exitcodes
 from logtool.recovery import index_rebuild
-from logtool.recovery.errors import RepairRefused
 from logtool.commands.checking import checked, emit
 from logtool.render.jsonout import emit_json
 from logtool.render.progress import progress
@@ -82,6 +81,7 @@ def rebuild_command(paths, do_apply: bool, quarantine: Path | None, index_interv
         raise click.UsageError("give at least one PATH (a log dir, partition dir or .log file)")
     if do_apply and quarantine is None:
         raise click.UsageError("--apply needs --quarantine DIR (outside the log dir): replaced files are kept there")
+    resumed = finish_unfinished(quarantine, list(paths)) if do_apply else []
     with progress("index rebuild") as meter:
         plans, problems = index_rebuild.plan_paths(list(paths), index_interval_bytes, force, meter.reading(None),
                                                    meter.sizing)
@@ -89,13 +89,12 @@ def rebuild_command(paths, do_apply: bool, quarantine: Path | None, index_interv
         print(f"logtool: {line}", file=sys.stderr)
     written = 0
     if do_apply and any(p.pending for p in plans):
-        command = "logtool index rebuild --apply " + " ".join(map(str, paths))
-        try:
-            run_dir, written = index_rebuild.rebuild(plans, quarantine, command)
-        except RepairRefused as e:
-            raise Failure(str(e)) from None
+        again = command_line("index", "rebuild", "--apply", "--quarantine", quarantine, "--index-interval-bytes",
+                             index_interval_bytes, *["--force"] * force, *paths)
+        with writing():
+            run_dir, written = index_rebuild.rebuild(plans, quarantine, again)
         print(f"logtool: replaced files kept in {run_dir} (undo with `logtool restore {run_dir}`)", file=sys.stderr)
-    rc = _rebuild_exit_code(plans, problems, do_apply, written)
+    rc = _rebuild_exit_code(plans, problems, do_apply, written + len(resumed))
     if fmt == "json":
         emit_json({"partitions": [p.to_dict() for p in plans], "problems": problems, "applied": do_apply,
                    "files_written": written, "exit_code": rc})

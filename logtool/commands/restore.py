@@ -7,7 +7,8 @@ import click
 
 from logtool import exitcodes
 from logtool.commands.options import epilog
-from logtool.recovery.errors import RepairRefused
+from logtool.commands.failure import Failure
+from logtool.commands.repairing import writing
 from logtool.recovery.restore import restore
 
 
@@ -23,12 +24,14 @@ def command(run_dir: Path, force: bool) -> int:
     """Undo a repair: restore the files of one quarantine run (the directory a repair named), byte for
     byte, with their owners and modes. Refuses while a broker holds a log dir's lock, and when files
     changed since the repair, listing them, unless --force."""
-    try:
-        done = restore(run_dir, force=force)
-    except RepairRefused as e:
-        raise click.ClickException(str(e)) from None
-    except OSError as e:
-        raise click.ClickException(f"{run_dir}: {e.strerror or e}") from None
+    with writing():
+        try:
+            done = restore(run_dir, force=force)
+        except OSError as e:  # the run itself cannot be read; nothing was written
+            raise Failure(f"{run_dir}: {e.strerror or e}; nothing was restored") from None
+    if done.already:
+        click.echo(f"{run_dir} was restored already; nothing to do")
+        return exitcodes.CLEAN
     for e in done.entries:
         click.echo(f"{'removed' if e.action == 'created' else 'restored'} {e.original}")
     return exitcodes.CLEAN

@@ -7,10 +7,9 @@ from pathlib import Path
 import click
 
 from logtool import exitcodes
-from logtool.commands.failure import Failure
+from logtool.commands.repairing import command_line, finish_unfinished, writing
 from logtool.commands.options import epilog, format_choice, paths_argument
 from logtool.recovery import truncate
-from logtool.recovery.errors import RepairRefused
 from logtool.recovery.truncate_plan import plan_repair
 from logtool.render.jsonout import emit_json
 from logtool.render.progress import progress
@@ -54,26 +53,17 @@ def command(paths, do_apply: bool, quarantine: Path, strict: bool, excise: bool,
 
     Without --apply it prints the plan and changes nothing. Refuses while a broker holds a log dir's
     .lock. If a run was interrupted, --apply again finishes it from its journal."""
-    partitions = [p for p in paths]
-    resumed = []
-    if do_apply:
-        try:
-            for run_dir in truncate.unfinished_runs(quarantine, _partition_dirs(partitions)):
-                resumed.append(truncate.resume(run_dir))
-                print(f"logtool: finished the interrupted repair {run_dir}", file=sys.stderr)
-        except RepairRefused as e:
-            raise Failure(str(e)) from None
+    resumed = finish_unfinished(quarantine, list(paths)) if do_apply else []
     with progress("planning the repair") as meter:
         plan = plan_repair(list(paths), strict, index_interval_bytes, excise, meter.reading(None), meter.sizing)
     for line in plan.problems:
         print(f"logtool: {line}", file=sys.stderr)
     applied = None
     if do_apply and plan.pending:
-        command_line = "logtool truncate --apply " + " ".join(map(str, paths))
-        try:
-            applied = truncate.apply_plan(plan, quarantine, command_line)
-        except RepairRefused as e:
-            raise Failure(str(e)) from None
+        options = ["--strict"] * strict + ["--excise"] * excise + ["--index-interval-bytes", index_interval_bytes]
+        again = command_line("truncate", "--apply", "--quarantine", quarantine, *options, *paths)
+        with writing():
+            applied = truncate.apply_plan(plan, quarantine, again)
     if plan.problems:
         rc = exitcodes.OPERATIONAL
     elif applied or resumed:
@@ -88,13 +78,3 @@ def command(paths, do_apply: bool, quarantine: Path, strict: bool, excise: bool,
     for done in [*resumed, *([applied] if applied else [])]:
         print(f"logtool: removed bytes kept in {done.run} (undo with `logtool restore {done.run}`)", file=sys.stderr)
     return rc
-
-
-def _partition_dirs(paths: list[Path]) -> list[Path]:
-    """The partition dirs a PATH may name: itself, or the dirs in a log dir."""
-    out = []
-    for p in paths:
-        out.append(p)
-        if p.is_dir():
-            out += [c for c in p.iterdir() if c.is_dir()]
-    return out

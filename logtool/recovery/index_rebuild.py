@@ -1,8 +1,8 @@
 """Rebuilding indexes as Kafka's recovery would: a pure planner (what each index file should hold, and how
-that differs from the disk) and an executor that applies a plan through the quarantine."""
+that differs from the disk), carried out as WriteFile steps by the one executor (journaled, re-checked under
+the locks, resumable, undone by `restore`)."""
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,7 +11,9 @@ from logtool.rules.expected_index import ExpectedIndexes
 from logtool.rules.transactions import TxnTracker
 from logtool.checks.engine import Report, Target, check_target, plan_targets, segment_bytes
 from logtool.findings import Fix
-from logtool.recovery.session import Session, new_session
+from logtool.recovery.executor import carry_out, staged_write
+from logtool.recovery.seen import Seen, canonical, look
+from logtool.recovery.steps import Step
 from logtool.store.mapping import open_readonly
 from logtool.store.pacing import ReadPolicy
 from logtool.store.partition import Partition
@@ -61,6 +63,7 @@ class IndexPlan:
     txn_unknown: list[str] = field(default_factory=list)  # .txnindex files left alone: history incomplete
     unreadable: list[str] = field(default_factory=list)  # index files left alone, and why (a FIFO, no permission)
     overflow: list[str] = field(default_factory=list)  # segments whose offsets do not fit 32-bit relative offsets
+    seen: Seen | None = field(default=None, repr=False, compare=False)  # the dir as it was before planning
 
     @property
     def pending(self) -> list[FileChange]:
@@ -155,44 +158,26 @@ def plan_paths(paths: list[Path], interval: int, force: bool = False, reading: R
         if t.single_file and not t.path.name.endswith(".log"):
             problems.append(f"{t.path}: a KRaft snapshot has no indexes")
             continue
+        path = canonical(t.path)  # a symlinked log dir is resolved once, here
         try:
+            seen = look(path.parent if t.single_file else path)  # before reading: what moves later makes it stale
             wrong = None if force else found_wrong(t, reading)
-            part = Partition.from_segment_file(t.path) if t.single_file else Partition.from_dir(t.path)
-            plans.append(plan_index_rebuild(part.read_under(reading if force else None), interval, wrong=wrong))
+            part = Partition.from_segment_file(path) if t.single_file else Partition.from_dir(path)
+            plan = plan_index_rebuild(part.read_under(reading if force else None), interval, wrong=wrong)
         except OSError as e:
             problems.append(f"{t.path}: {e.strerror or e}")
+            continue
+        plan.seen = seen
+        plans.append(plan)
     return plans, [f"{f.file}: {f.message}" for f in report.findings] + problems
 
 
 def rebuild(plans: list[IndexPlan], quarantine: Path, command: str) -> tuple[Path, int]:
     """Apply the plans through one quarantine run under the log dirs' locks: (the run, files written).
-    Raises RepairRefused before the first write when a lock, a path or the quarantine says no."""
-    with new_session([p.partition for p in plans], quarantine, "index-rebuild", command) as session:
-        written = sum(apply_index_plan(p, session) for p in plans)
-        return session.run.path, written
-
-
-def apply_index_plan(index_plan: IndexPlan, session: Session) -> int:
-    """Write every changed file (old bytes to the quarantine first); returns how many were written."""
-    pdir = session.partition_dir(index_plan.partition)
-    pending = index_plan.pending
-    for change in pending:
-        replace_in_run(session, pdir, change.path.name, change.new)
-    return len(pending)
-
-
-def replace_in_run(session: Session, pdir, name: str, data: bytes) -> None:
-    """Replace (or create) one file of a partition dir through the session's quarantine run. A new file
-    takes the owner, group and mode of its segment's .log."""
-    run = session.run
-    old = pdir.meta(name)
-    if old is None:
-        like = pdir.meta_for_new(Path(name).stem + ".log")
-        entry = run.record_created(pdir, name)
-    else:
-        like = old
-        entry = run.keep_whole(pdir, name, "replaced")
-    session.step_done()
-    run.set_after(entry, hashlib.sha256(data).hexdigest())  # before the rename, as restore needs it then
-    pdir.replace(name, data, like)
-    session.step_done()
+    Raises RepairRefused before the first write, RepairStopped after it."""
+    staged: dict[str, bytes] = {}
+    steps: list[Step] = [staged_write(c.path.parent, c.path.name, c.new, c.path.stem + ".log", staged)
+                         for p in plans for c in p.pending]
+    applied = carry_out(steps, staged, quarantine, "index-rebuild", command,
+                        [p.seen for p in plans if p.pending and p.seen is not None])
+    return applied.run, len(steps)

@@ -4,6 +4,10 @@ A broker holds a POSIX record lock (`FileChannel.tryLock`, fcntl F_SETLK on Linu
 its whole life. A repair takes the same lock, plus a `flock` (which some tools and wrappers use instead),
 before its first write and keeps both until its last fsync: a broker started meanwhile fails to get the
 lock and refuses to start, instead of loading half-repaired files.
+
+`.lock` is never removed: a broker that opened it between our unlink and our close would lock a deleted
+inode, and the next repair would create a fresh `.lock` and write while that broker runs. Where there is
+none, one is created, as the broker does, and left.
 """
 from __future__ import annotations
 
@@ -26,23 +30,32 @@ class LockRefused(RepairRefused):
 class HeldLock:
     log_dir: Path
     fd: int
-    created: bool  # there was no .lock: ours is removed again on release
 
     def release(self) -> None:
-        if self.created:  # unlinked while still held, so no broker can have locked it meanwhile
-            try:
-                dir_fd = _open_dir(self.log_dir)
-                try:
-                    os.unlink(LOCK_FILE, dir_fd=dir_fd)
-                finally:
-                    os.close(dir_fd)
-            except OSError:
-                pass  # a stray empty .lock is what Kafka itself leaves; it does no harm
         os.close(self.fd)  # closing drops both the POSIX lock and the flock
 
 
 def _open_dir(path: Path) -> int:
     return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+
+
+def _open_lock_file(dir_fd: int) -> int:
+    """The log dir's .lock, created when missing and then given the directory's owner: a broker running as its
+    own user must be able to open it for writing, as it does at start."""
+    try:
+        return os.open(LOCK_FILE, os.O_RDWR | os.O_NOFOLLOW, dir_fd=dir_fd)
+    except FileNotFoundError:
+        pass
+    try:
+        fd = os.open(LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dir_fd)
+    except FileExistsError:  # made meanwhile by someone else: theirs, as it is
+        return os.open(LOCK_FILE, os.O_RDWR | os.O_NOFOLLOW, dir_fd=dir_fd)
+    st = os.fstat(dir_fd)
+    if os.geteuid() == 0:
+        os.fchown(fd, st.st_uid, st.st_gid)
+    os.fsync(fd)
+    os.fsync(dir_fd)
+    return fd
 
 
 def _refusal(log_dir: Path) -> LockRefused:
@@ -57,15 +70,11 @@ def take(log_dir: Path) -> HeldLock:
         dir_fd = _open_dir(log_dir)
     except OSError as e:
         raise LockRefused(f"{log_dir}: cannot open the log dir: {e.strerror or e}") from None
-    created = False
     try:
-        try:
-            fd = os.open(LOCK_FILE, os.O_RDWR | os.O_NOFOLLOW, dir_fd=dir_fd)
-        except FileNotFoundError:
-            fd = os.open(LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dir_fd)
-            created = True
-        except OSError as e:
-            raise LockRefused(f"{log_dir}/{LOCK_FILE}: cannot open it: {e.strerror or e}") from None
+        fd = _open_lock_file(dir_fd)
+    except OSError as e:
+        raise LockRefused(f"{log_dir}/{LOCK_FILE}: cannot open or create it ({e.strerror or e}); nothing was "
+                          f"written") from None
     finally:
         os.close(dir_fd)
     if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -77,7 +86,7 @@ def take(log_dir: Path) -> HeldLock:
     except OSError:
         os.close(fd)
         raise _refusal(log_dir) from None
-    return HeldLock(log_dir, fd, created)
+    return HeldLock(log_dir, fd)
 
 
 @dataclass(slots=True)

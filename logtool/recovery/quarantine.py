@@ -2,12 +2,16 @@
 `logtool restore RUN` puts the directory back exactly as it was.
 
 A run is one directory `<quarantine>/<UTC time>-<pid>-<random>-<label>/` holding the kept bytes under
-`files/` and `manifest.json`. For each file the manifest records where it was (the log dir as the user gave
-it, the partition dir and file name as found there, never a resolved symlink), what the repair did, the
-size, sha256, owner, group, mode and mtime of the original, and the sha256 of what the repair left, so that
-`restore` can tell whether anything changed since. A file cut short keeps only its cut tail here, never a
-copy of the bytes that stay. The manifest is rewritten atomically after every change, so a crash
-mid-repair leaves a usable record.
+`files/`, the bytes a repair is to write under `staged/`, `manifest.jsonl` and the journals. For each file
+the manifest records where it was (the log dir, the partition dir and file name as found there), what the
+repair did, the size, sha256, owner, group, mode and mtime of the original, and the sha256 of what the
+repair left, so that `restore` can tell whether anything changed since. A file cut short keeps only its cut
+tail here, never a copy of the bytes that stay.
+
+The manifest is JSON Lines, appended and fsynced one record at a time (never rewritten whole, so a repair
+of 50,000 files costs 50,000 appends): a header, then `{"entry": {...}}` for each file as it is kept and
+`{"after": N, "sha256": ...}` when the repair learns what it leaves in entry N. A crash mid-append leaves at
+most a torn last line, which `load` ignores: the change it would have recorded was not made yet.
 """
 from __future__ import annotations
 
@@ -15,7 +19,9 @@ import hashlib
 import json
 import os
 import secrets
+import stat
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -23,9 +29,14 @@ from logtool import __version__
 from logtool.recovery.errors import RepairRefused
 from logtool.recovery.writer import CHUNK, FileMeta, PartitionDir, write_all
 
-MANIFEST = "manifest.json"
+MANIFEST = "manifest.jsonl"
 FILES = "files"
+STAGED = "staged"
 RESTORED = "restored"  # written into a run that `restore` undid: such a run is never resumed
+NAME_MAX = 255  # bytes, for any one name on Linux filesystems
+_READABLE_MAX = 160  # bytes of the original's names kept readable in a stored file's name
+
+ACTIONS = ("replaced", "removed", "truncated", "created")
 
 
 class QuarantineError(RepairRefused):
@@ -34,10 +45,10 @@ class QuarantineError(RepairRefused):
 
 @dataclass(slots=True)
 class Entry:
-    log_dir: str  # as the user named it (absolute), not resolved
-    partition: str  # the partition dir's name in the log dir
+    log_dir: str  # absolute, resolved once when the repair began
+    partition: str  # the partition dir's name in the log dir ("" for the log dir's own files)
     name: str  # the file's name in the partition dir
-    action: str  # "replaced", "removed", "truncated" or "created"
+    action: str  # one of ACTIONS
     stored: str | None  # the kept bytes, relative to the run (the cut tail for "truncated"); None for "created"
     size: int  # of the original (0 for "created")
     sha256: str | None  # of the whole original
@@ -49,6 +60,10 @@ class Entry:
     after_sha256: str | None = None  # what the repair left; None for "removed" (nothing is left)
 
     @property
+    def key(self) -> tuple[str, str, str]:
+        return self.log_dir, self.partition, self.name
+
+    @property
     def original(self) -> Path:
         return Path(self.log_dir) / self.partition / self.name
 
@@ -58,48 +73,54 @@ class Entry:
 
     @property
     def meta(self) -> FileMeta | None:
-        if self.uid is None:
+        if self.uid is None or self.gid is None or self.mode is None or self.mtime_ns is None:
             return None
-        return FileMeta(self.size, self.uid, self.gid, self.mode, self.mtime_ns)
+        return FileMeta(self.size, self.uid, self.gid, self.mode, self.mtime_ns, 1)
 
 
 @dataclass(slots=True)
-class Run:
+class QuarantineRun:
     path: Path
     command: str
+    label: str = ""
     created: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     entries: list[Entry] = field(default_factory=list)
+    _by_key: dict[tuple[str, str, str], Entry] = field(default_factory=dict, repr=False)
+    _position: dict[int, int] = field(default_factory=dict, repr=False)  # id(entry) -> its line among entries
 
     @classmethod
-    def start(cls, root: Path, label: str, command: str, log_dirs: list[Path]) -> "Run":
+    def start(cls, root: Path, label: str, command: str, log_dirs: list[Path]) -> "QuarantineRun":
         root = root.absolute()
-        real_root = root.resolve()
-        for d in log_dirs:
-            real = d.resolve()
-            if real_root == real or real in real_root.parents:
-                raise QuarantineError(f"the quarantine {root} lies inside {d}; choose a directory outside the log dir")
+        refuse_inside(root, log_dirs)
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         path = root / f"{stamp}-{os.getpid()}-{secrets.token_hex(3)}-{label}"
         try:
             root.mkdir(parents=True, exist_ok=True)
             path.mkdir(mode=0o700)  # fails if the name exists: a run never reuses what it did not make
             (path / FILES).mkdir()
+            (path / STAGED).mkdir()
         except OSError as e:
             raise QuarantineError(f"cannot create {path}: {e.strerror or e}") from None
-        run = cls(path, command)
-        run.save()
+        run = cls(path, command, label)
+        header = {"tool": "logtool", "version": __version__, "created": run.created, "command": command,
+                  "label": label}
+        append_line(path / MANIFEST, header, create=True)
         return run
 
     def _new_file(self, partition: str, name: str, suffix: str = "") -> tuple[str, int]:
-        # A crash between storing and recording leaves a file no entry names: never reuse a name.
-        rel = f"{FILES}/{len(self.entries):04d}-{secrets.token_hex(3)}-{partition}-{name}{suffix}"
-        fd = os.open(self.path / rel, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        return rel, fd
+        rel = f"{FILES}/{stored_name(len(self.entries), partition or 'root', name + suffix)}"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+        try:
+            return rel, os.open(self.path / rel, flags, 0o600)
+        except FileExistsError:
+            # a stop between storing and recording left it: no entry names it (its number is the next entry's)
+            os.unlink(self.path / rel)
+            return rel, os.open(self.path / rel, flags, 0o600)
 
     def keep_whole(self, pdir: PartitionDir, name: str, action: str) -> Entry:
         """Copy a whole file into the run (fsynced) before the repair replaces or removes it."""
-        meta = pdir.meta(name)
-        rel, out = self._new_file(pdir.partition or "root", name)
+        meta = pdir.existing(name)
+        rel, out = self._new_file(pdir.partition, name)
         digest = hashlib.sha256()
         try:
             for chunk in pdir.chunks(name):
@@ -114,27 +135,16 @@ class Run:
     def keep_tail(self, pdir: PartitionDir, name: str, keep: int) -> Entry:
         """Copy the bytes of a file from `keep` on into the run (fsynced) before the file is cut there. The
         bytes that stay are only read, for the sha256 of the original and of what the cut leaves."""
-        meta = pdir.meta(name)
-        rel, out = self._new_file(pdir.partition or "root", name, ".tail")
+        meta = pdir.existing(name)
+        rel, out = self._new_file(pdir.partition, name, ".tail")
         digest = hashlib.sha256()
-        after = None  # the digest of the bytes that stay, once the walk passed them
         try:
-            pos = 0
-            for chunk in pdir.chunks(name):
-                if after is None and pos + len(chunk) >= keep:
-                    digest.update(chunk[: keep - pos])
-                    after = digest.copy()
-                    tail = chunk[keep - pos :]
-                else:
-                    tail = chunk if after is not None else None
-                    if tail is None:
-                        digest.update(chunk)
-                if tail:
-                    digest.update(tail)
-                    write_all(out, tail)
-                pos += len(chunk)
-            if after is None:  # an empty file
-                after = digest.copy()
+            for chunk in pdir.chunks(name, 0, keep):
+                digest.update(chunk)
+            after = digest.copy()
+            for chunk in pdir.chunks(name, keep):
+                digest.update(chunk)
+                write_all(out, chunk)
             os.fsync(out)
         finally:
             os.close(out)
@@ -148,29 +158,93 @@ class Run:
 
     def set_after(self, entry: Entry, sha256: str | None) -> None:
         entry.after_sha256 = sha256
-        self.save()
+        append_line(self.path / MANIFEST, {"after": self._position[id(entry)], "sha256": sha256})
 
     def _add(self, entry: Entry) -> Entry:
-        self.entries.append(entry)
-        self.save()
+        append_line(self.path / MANIFEST, {"entry": asdict(entry)})
+        self._index(entry)
         return entry
+
+    def _index(self, entry: Entry) -> None:
+        self._position[id(entry)] = len(self.entries)
+        self.entries.append(entry)
+        self._by_key.setdefault(entry.key, entry)
 
     def discard(self) -> None:
         """Remove a run that kept nothing (a repair refused before its first write)."""
-        if not self.entries:
-            for p in sorted(self.path.rglob("*"), reverse=True):
-                p.rmdir() if p.is_dir() else p.unlink()
-            self.path.rmdir()
+        if self.entries:
+            return
+        for p in sorted(self.path.rglob("*"), reverse=True):
+            p.rmdir() if p.is_dir() and not p.is_symlink() else p.unlink()
+        self.path.rmdir()
 
     def find(self, pdir: PartitionDir, name: str) -> Entry | None:
         """The first entry of this file: it holds the file as it was before the run."""
-        place = (str(pdir.log_dir), pdir.partition, name)
-        return next((e for e in self.entries if (e.log_dir, e.partition, e.name) == place), None)
+        return self._by_key.get((str(pdir.log_dir), pdir.partition, name))
 
-    def save(self) -> None:
-        doc = {"tool": "logtool", "version": __version__, "created": self.created, "command": self.command,
-               "entries": [asdict(e) for e in self.entries]}
-        write_atomically(self.path / MANIFEST, json.dumps(doc, indent=2) + "\n")
+    def first_entries(self) -> list[Entry]:
+        """One entry per file, the first, in manifest order."""
+        return [e for e in self.entries if self._by_key.get(e.key) is e]
+
+    @property
+    def restored(self) -> bool:
+        return (self.path / RESTORED).exists()
+
+    def mark_restored(self) -> None:
+        write_atomically(self.path / RESTORED, "restored\n")
+
+
+def stored_name(index: int, partition: str, name: str) -> str:
+    """A stored file's name: its place in the run and a short hash of where it came from (unique, whatever
+    the length of a topic's name), then as much of the original names as fits NAME_MAX."""
+    where = f"{partition}/{name}".encode("utf-8", "surrogateescape")
+    readable = f"{partition}-{name}".encode("utf-8", "surrogateescape")
+    if len(readable) > _READABLE_MAX:  # keep the file's own name whole and the start of the partition's
+        tail = name.encode("utf-8", "surrogateescape")[-_READABLE_MAX // 2:]
+        readable = readable[: _READABLE_MAX - len(tail) - 1] + b"~" + tail
+    text = readable.decode("utf-8", "ignore")  # a cut through a multi-byte character drops it
+    return f"{index:06d}-{hashlib.sha256(where).hexdigest()[:10]}-{text}"
+
+
+def refuse_inside(root: Path, log_dirs: list[Path]) -> None:
+    """A quarantine inside a log dir, or inside a partition dir, would itself be damage to the broker."""
+    real_root = root.resolve()
+    for d in log_dirs:
+        real = d.resolve()
+        if real_root == real or real in real_root.parents:
+            raise QuarantineError(f"the quarantine {root} lies inside {d}; choose a directory outside the log dir")
+
+
+def append_line(path: Path, record: dict, create: bool = False) -> None:
+    """One JSON line appended and fsynced (with the directory, when the file is new)."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | (os.O_CREAT | os.O_EXCL if create else 0)
+    fd = os.open(path, flags, 0o600)
+    try:
+        write_all(fd, (json.dumps(record) + "\n").encode("utf-8", "surrogateescape"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    if create:
+        fsync_dir(path.parent)
+
+
+def read_lines(path: Path) -> list[dict]:
+    """The records of a JSON Lines file of a run; a torn last line (a crash mid-append) is left out."""
+    lines = path.read_bytes().decode("utf-8", "surrogateescape").split("\n")
+    out = []
+    for i, line in enumerate(lines):
+        if not line:
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            if i == len(lines) - 1:  # only the last line may be torn: it has no newline yet
+                break
+            raise
+        if not isinstance(record, dict):
+            raise ValueError(f"line {i + 1} is not an object")
+        out.append(record)
+    return out
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -183,35 +257,80 @@ def write_atomically(path: Path, text: str) -> None:
     finally:
         os.close(fd)
     os.replace(tmp, path)
-    dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    fsync_dir(path.parent)
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        os.fsync(dfd)
+        os.fsync(fd)
     finally:
-        os.close(dfd)
+        os.close(fd)
 
 
-def load(run_dir: Path) -> Run:
+def load(run_dir: Path) -> QuarantineRun:
+    """A run as its manifest records it. Raises QuarantineError for anything that is not a run's manifest."""
     try:
-        doc = json.loads((run_dir / MANIFEST).read_text())
-        run = Run(run_dir, doc["command"], doc["created"], [Entry(**e) for e in doc["entries"]])
-    except (OSError, ValueError, KeyError, TypeError) as e:
+        records = read_lines(run_dir / MANIFEST)
+        header = records[0]
+        run = QuarantineRun(run_dir, str(header["command"]), str(header.get("label", "")), str(header["created"]))
+        for r in records[1:]:
+            if "entry" in r:
+                run._index(Entry(**r["entry"]))
+            else:
+                run.entries[int(r["after"])].after_sha256 = r["sha256"]
+    except (OSError, ValueError, KeyError, TypeError, IndexError) as e:
         raise QuarantineError(f"{run_dir} is not a logtool quarantine run: {e}") from None
     return run
 
 
-def stored_chunks(run: Run, entry: Entry, start: int = 0, end: int | None = None):
-    """The kept bytes of an entry, from `start` to `end` (to the end when None), a chunk at a time."""
-    with open(run.path / entry.stored, "rb") as f:
-        f.seek(start)
-        left = None if end is None else end - start
-        while left is None or left > 0:
-            chunk = f.read(CHUNK if left is None else min(CHUNK, left))
+def check_names(run: QuarantineRun) -> None:
+    """Every place an entry names lies inside the log dir it names, and every stored file inside the run's
+    files/ and is a regular file: a manifest edited to name `../../x`, an absolute path or a symlink is
+    refused before anything is written."""
+    for e in run.entries:
+        where = f"{run.path / MANIFEST}: entry for {e.name!r}"
+        if e.action not in ACTIONS:
+            raise QuarantineError(f"{where}: unknown action {e.action!r}; nothing was restored")
+        log_dir = e.log_dir if isinstance(e.log_dir, str) else ""
+        if not os.path.isabs(log_dir) or os.path.normpath(log_dir) != log_dir.rstrip("/") or "\0" in log_dir:
+            raise QuarantineError(f"{where}: the log dir {e.log_dir!r} is not an absolute, normal path; "
+                                  f"nothing was restored")
+        if e.partition != "" and not is_plain_name(e.partition):
+            raise QuarantineError(f"{where}: {e.partition!r} is not a directory name; nothing was restored")
+        if not is_plain_name(e.name):
+            raise QuarantineError(f"{where}: {e.name!r} is not a file name; nothing was restored")
+        if (e.stored is None) != (e.action == "created"):
+            raise QuarantineError(f"{where}: its kept bytes are missing; nothing was restored")
+        if e.stored is not None:
+            folder, _, stored = e.stored.partition("/")
+            if folder != FILES or not is_plain_name(stored):
+                raise QuarantineError(f"{where}: {e.stored!r} does not lie in the run's {FILES}/; nothing was restored")
+            try:
+                st = os.lstat(run.path / FILES / stored)
+            except OSError as err:
+                raise QuarantineError(f"{run.path / e.stored}: {err.strerror or err}; nothing was restored") from None
+            if not stat.S_ISREG(st.st_mode):
+                raise QuarantineError(f"{run.path / e.stored} is not a regular file; nothing was restored")
+
+
+def is_plain_name(name: object) -> bool:
+    """One entry of a directory: no separator, not `.` or `..`, not empty."""
+    return isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\0" not in name
+
+
+def stored_chunks(run: QuarantineRun, entry: Entry, start: int = 0, end: int | None = None) -> Iterator[bytes]:
+    """The kept bytes of an entry, from `start` to `end` (to the end when None), a chunk at a time. The file is
+    opened without following a symlink."""
+    assert entry.stored is not None
+    fd = os.open(run.path / entry.stored, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        pos = start
+        while end is None or pos < end:
+            chunk = os.pread(fd, CHUNK if end is None else min(CHUNK, end - pos), pos)
             if not chunk:
                 break
-            if left is not None:
-                left -= len(chunk)
+            pos += len(chunk)
             yield chunk
-
-
-def mark_restored(run: Run) -> None:
-    write_atomically(run.path / RESTORED, "restored\n")
+    finally:
+        os.close(fd)

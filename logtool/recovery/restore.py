@@ -1,16 +1,27 @@
 """Undo a repair: put every file of a quarantine run back as it was, byte for byte, with its owner, group,
-mode and mtime, under the same locks a repair takes. Before writing anything it checks that the kept
-bytes are whole and that the log dir still holds exactly what the repair left; a file changed since is
-listed and nothing is written, unless `force`."""
+mode and mtime, through the same executor, locks and journal a repair uses.
+
+Before writing anything it checks the run itself (every name it records lies inside its log dir, every kept
+copy is a regular file of the run, each entry matches a step the repair journaled), that the kept bytes give
+back the originals, and that the log dir still holds what the repair left (a file changed since is listed
+and nothing is written, unless `force`). Those checks are made once: the restore's own journal is written
+before its first change, and a restore stopped anywhere (a signal, a full disk) is finished by running it
+again, without --force. The `restored` mark is written before success is reported, and a run with a
+restore journal is never resumed as a repair.
+"""
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from logtool.recovery.quarantine import Entry, QuarantineError, Run, load, mark_restored, stored_chunks
-from logtool.recovery.session import Session, sweep_temporaries
-from logtool.recovery.writer import FileMeta, PartitionDir
+from logtool.recovery.errors import RepairRefused, RepairStopped
+from logtool.recovery.executor import JOURNAL, RESTORE_JOURNAL, Journal, execute
+from logtool.recovery.quarantine import (Entry, QuarantineError, QuarantineRun, check_names, load, read_lines,
+                                         stored_chunks)
+from logtool.recovery.session import Session
+from logtool.recovery.steps import PutBack
+from logtool.recovery.writer import PartitionDir
 
 
 class ChangedSinceRepair(QuarantineError):
@@ -19,47 +30,71 @@ class ChangedSinceRepair(QuarantineError):
 
 @dataclass(slots=True)
 class Restored:
-    run: Run
+    run: QuarantineRun
     entries: list[Entry]
+    already: bool = False  # the run was restored before: nothing was written
 
 
 def restore(run_dir: Path, force: bool = False) -> Restored:
     run = load(run_dir)
+    if run.restored:
+        return Restored(run, run.first_entries(), already=True)
+    check_names(run)
+    _check_against_journal(run)
+    steps = [PutBack.of(run, i) for i in reversed(range(len(run.entries)))]  # newest first: the oldest copy last
     log_dirs = sorted({Path(e.log_dir) for e in run.entries})
+    finish = f"logtool restore {run.path}"
     with Session(log_dirs, lambda: run) as session:
-        sweep_temporaries(session, {(Path(e.log_dir) / e.partition, e.partition == "") for e in run.entries})
-        known = _check_kept_bytes(session, run)
-        if not force:
-            changed = [e for e in _first_entries(run) if not _as_repair_left(session, run, e, known)]
-            if changed:
-                names = ", ".join(str(e.original) for e in changed)
-                raise ChangedSinceRepair(f"changed since the repair: {names}; nothing was restored "
-                                         f"(--force restores over them)")
-        for e in reversed(run.entries):  # newest first: the oldest copy of a file is put back last
-            _put_back(session, run, e)
-        for e in _first_entries(run):
+        session.sweep_temporaries({(Path(s.dir), s.root) for s in steps})
+        journal_path = run.path / RESTORE_JOURNAL
+        if journal_path.exists():  # a restore that stopped: its checks were made when it began
+            journal = Journal.load(journal_path)
+        else:
+            known = _check_kept_bytes(session, run)
+            if not force:
+                last = {e.key: e for e in run.entries}
+                changed = [e for e in run.first_entries() if not _as_repair_left(session, last[e.key], e, known)]
+                if changed:
+                    names = ", ".join(str(e.original) for e in changed)
+                    raise ChangedSinceRepair(f"changed since the repair: {names}; nothing was restored "
+                                             f"(--force restores over them)")
+            if session.signalled is not None:
+                raise RepairRefused("interrupted before the first write; nothing was restored")
+            journal = Journal.create(journal_path, {"restore": str(run.path), "steps": len(steps), "force": force})
+            session.step_done()
+        execute(session, journal, steps, finish=finish, undo=None)
+        for e in run.first_entries():
             pdir = _dir_of(session, e)
             if e.action != "created" and pdir.sha256(e.name) != e.sha256:
                 raise QuarantineError(f"{e.original} does not match its recorded sha256 after the restore")
-        mark_restored(run)
-    return Restored(run, run.entries)
+        try:
+            run.mark_restored()
+        except OSError as e:
+            raise RepairStopped(f"every file is back, but {run.path} could not be marked restored "
+                                f"({e.strerror or e}): run `{finish}` again") from None
+    return Restored(run, run.first_entries())
+
+
+def _check_against_journal(run: QuarantineRun) -> None:
+    """Every entry is a file one of the repair's journaled steps names: a manifest edited by hand is refused."""
+    try:
+        header = read_lines(run.path / JOURNAL)[0]
+        named = {(s["dir"], s["name"]) for s in header["steps"]} | \
+                {(s["dir"], s["source"]) for s in header["steps"] if "source" in s}
+    except (OSError, ValueError, KeyError, TypeError, IndexError) as e:
+        raise QuarantineError(f"{run.path / JOURNAL}: cannot be read ({e}); nothing was restored") from None
+    for e in run.entries:
+        where = str(e.partition_dir) if e.partition else e.log_dir
+        if (where, e.name) not in named:
+            raise QuarantineError(f"{run.path}: the manifest names {e.original}, which no step of the repair "
+                                  f"touched; nothing was restored")
 
 
 def _dir_of(session: Session, e: Entry) -> PartitionDir:
     return session.log_dir_root(Path(e.log_dir)) if e.partition == "" else session.partition_dir(e.partition_dir)
 
 
-def _first_entries(run: Run) -> list[Entry]:
-    """One entry per file: the first, which holds the file as it was before the run."""
-    seen, out = set(), []
-    for e in run.entries:
-        if (e.log_dir, e.partition, e.name) not in seen:
-            seen.add((e.log_dir, e.partition, e.name))
-            out.append(e)
-    return out
-
-
-def _check_kept_bytes(session: Session, run: Run) -> dict[tuple[str, str, str], str]:
+def _check_kept_bytes(session: Session, run: QuarantineRun) -> dict[tuple[str, str, str], str]:
     """Check that every kept copy gives back its original. Returns the sha256 of the files this read whole
     on the way (a cut file of its own size: prefix only), so that they are not read again."""
     known: dict[tuple[str, str, str], str] = {}
@@ -68,13 +103,16 @@ def _check_kept_bytes(session: Session, run: Run) -> dict[tuple[str, str, str], 
             continue
         digest = hashlib.sha256()
         if e.action == "truncated":
+            assert e.truncated_to is not None
             pdir = _dir_of(session, e)
-            if (pdir.meta(e.name) or FileMeta(-1, 0, 0, 0, 0)).size < e.truncated_to:
-                raise QuarantineError(f"{e.original} is shorter than the repair left it; its cut tail cannot be appended")
+            meta = pdir.meta(e.name)
+            if meta is None or meta.size < e.truncated_to:
+                raise QuarantineError(f"{e.original} is shorter than the repair left it; its cut tail cannot be "
+                                      f"appended; nothing was restored")
             for chunk in pdir.chunks(e.name, 0, e.truncated_to):
                 digest.update(chunk)
-            if pdir.meta(e.name).size == e.truncated_to:
-                known[(e.log_dir, e.partition, e.name)] = digest.copy().hexdigest()
+            if meta.size == e.truncated_to:
+                known[e.key] = digest.copy().hexdigest()
         try:
             for chunk in stored_chunks(run, e):
                 digest.update(chunk)
@@ -86,27 +124,12 @@ def _check_kept_bytes(session: Session, run: Run) -> dict[tuple[str, str, str], 
     return known
 
 
-def _as_repair_left(session: Session, run: Run, first: Entry, known: dict[tuple[str, str, str], str]) -> bool:
-    """Whether the file is now what the run's last change to it left."""
-    last = [e for e in run.entries if (e.log_dir, e.partition, e.name) == (first.log_dir, first.partition, first.name)][-1]
+def _as_repair_left(session: Session, last: Entry, first: Entry, known: dict[tuple[str, str, str], str]) -> bool:
+    """Whether the file is now what the run's last change to it (`last`) left."""
     pdir = _dir_of(session, first)
     meta = pdir.meta(first.name)
     if meta is None:
         return last.action == "removed" or first.action == "created"
-    current = known.get((first.log_dir, first.partition, first.name)) or pdir.sha256(first.name)
+    current = known.get(first.key) or pdir.sha256(first.name)
     # An interrupted repair may have stopped before it reached this file: then it is still the original.
     return current in (last.after_sha256, first.sha256)
-
-
-def _put_back(session: Session, run: Run, e: Entry) -> None:
-    pdir: PartitionDir = _dir_of(session, e)
-    if e.action == "created":
-        if pdir.meta(e.name) is not None:
-            pdir.unlink(e.name)
-        return
-    if e.action == "truncated":
-        pdir.truncate(e.name, e.truncated_to)
-        pdir.append(e.name, stored_chunks(run, e))
-    else:
-        pdir.replace(e.name, stored_chunks(run, e), e.meta)
-    pdir.set_meta(e.name, e.meta)

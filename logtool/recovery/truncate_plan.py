@@ -8,15 +8,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from logtool.checks.engine import Report, plan_targets, segment_bytes
 from logtool.checks.logdir import LogDirReport, check_log_dir
 from logtool.checks.partition import PartitionReport, check_partition
+from logtool.checks.segment import SegmentReport
 from logtool.findings import Finding, Fix
 from logtool.format.batch import BatchView
 from logtool.format.meta import MetaError, leader_epochs
 from logtool.reads.salvage import next_batch
+from logtool.recovery.seen import Seen, canonical, look
 from logtool.recovery.index_rebuild import history_complete, plan_index_rebuild
 from logtool.rules.expected_index import ExpectedIndexes
 from logtool.rules.transactions import TxnTracker
@@ -31,12 +34,16 @@ _SEGMENT_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex")
 
 
 class RecordCounter:
-    """A lens that keeps the record count of every batch, in walk order (segments one after the other)."""
+    """A lens that keeps the record count of every batch, in walk order (segments one after the other), and the
+    highest offset any batch reached (offsets that go backwards can leave it above the last batch's)."""
 
     def __init__(self) -> None:
         self.counts: list[int] = []
+        self.highest: int | None = None
 
     def feed(self, view: BatchView) -> None:
+        if self.highest is None or view.last_offset > self.highest:
+            self.highest = view.last_offset
         if view.magic >= 2:
             self.counts.append(view.count or 0)
         else:  # a legacy entry: one message, or a wrapper of last - first + 1
@@ -44,9 +51,26 @@ class RecordCounter:
             self.counts.append(view.last_offset - first + 1)
 
 
+class ActionKind(StrEnum):
+    """What an action does: a closed set, so that the executor and the renderers can name every case. A str
+    enum (StrEnum rather than (str, Enum): f-strings and str() give the value) compares equal to its string,
+    and its value is the JSON's "action"."""
+
+    KEEP = "keep"
+    TRUNCATE = "truncate"
+    QUARANTINE_SEGMENT = "quarantine segment"
+    EXCISE = "excise"  # damaged bytes inside a cut tail (--excise): part of the truncate's bytes, not more
+    SPLIT_OFF = "split off segment"  # valid batches of a cut tail that come back as a segment (--excise)
+    REBUILD_INDEXES = "rebuild indexes"
+    DROP_LEADER_EPOCHS = "drop leader-epoch entries"
+    REMOVE_SNAPSHOT = "remove producer snapshot"
+    HANDLE_LEFTOVER = "handle leftover"
+    TRIM_CHECKPOINT = "trim checkpoint entry"
+
+
 @dataclass(slots=True)
 class Action:
-    action: str  # keep, truncate, quarantine segment, rebuild indexes, drop leader-epoch entries, ...
+    action: ActionKind
     files: list[str]
     bytes_removed: int = 0
     byte_range: tuple[int, int] | None = None  # [start, end) removed from files[0]
@@ -57,7 +81,7 @@ class Action:
     new_contents: dict[str, bytes] = field(default_factory=dict, repr=False)  # rewritten files, not in JSON
 
     def to_dict(self) -> dict:
-        return {"action": self.action, "files": self.files, "bytes_removed": self.bytes_removed,
+        return {"action": self.action.value, "files": self.files, "bytes_removed": self.bytes_removed,
                 "byte_range": list(self.byte_range) if self.byte_range else None,
                 "offsets": list(self.offsets) if self.offsets else None, "records": self.records,
                 "to_bytes": self.to_bytes, "detail": self.detail}
@@ -68,31 +92,53 @@ class PartitionPlan:
     partition: Path
     actions: list[Action] = field(default_factory=list)
     log_start: int | None = None
-    log_end_before: int | None = None
+    # Offsets one past the highest offset a valid batch holds anywhere, past damage too: what was written.
+    log_end_as_written: int | None = None
+    log_end_before: int | None = None  # the log end Kafka's recovery leaves (it stops at the first damage)
     log_end_after: int | None = None
     cause: Finding | None = None  # where the log is cut, and why
     excise: bool = False
-    valid_records_dropped: int = 0  # whole valid batches Kafka's rule drops with the later segments
-    salvageable_records: int = 0  # valid records past damage inside the cut segments (--excise keeps them)
+    valid_records_dropped: int = 0  # valid records of the later segments Kafka's rule drops whole
+    valid_records_dropped_by_kafka: int = 0  # every valid record as written that Kafka's recovery drops
+    records_kept_by_excise: int = 0  # how many of those --excise keeps
     notes: list[str] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)  # files the walk could not read: nothing is planned
+    seen: Seen | None = field(default=None, repr=False, compare=False)  # the dir as it was before the walk
 
     @property
     def changes(self) -> list[Action]:
-        return [a for a in self.actions if a.action != "keep"]
+        return [a for a in self.actions if a.action is not ActionKind.KEEP]
 
     @property
-    def records_removed(self) -> int:
+    def bytes_leaving(self) -> int:
+        """Segment (.log) bytes that leave the log dir: the cut tails and the quarantined segments, less the
+        stretches of cut tails split off as segments of their own (--excise). Index, snapshot and checkpoint
+        files are not counted: they are rebuilt or rewritten from the log."""
+        return self._gross(lambda a: a.bytes_removed) - sum(a.to_bytes or 0 for a in self._split_offs())
+
+    @property
+    def records_leaving(self) -> int:
         """Valid records that leave the log (split-off stretches stay in it)."""
-        return sum(a.records for a in self.actions if a.action in ("truncate", "quarantine segment"))
+        return self._gross(lambda a: a.records) - sum(a.records for a in self._split_offs())
+
+    def _gross(self, amount: Callable[[Action], int]) -> int:
+        # An excise action names bytes inside a truncate's cut tail: counting it too would count them twice.
+        return sum(amount(a) for a in self.actions if a.action in (ActionKind.TRUNCATE, ActionKind.QUARANTINE_SEGMENT))
+
+    def _split_offs(self) -> list[Action]:
+        return [a for a in self.actions if a.action is ActionKind.SPLIT_OFF]
 
     def to_dict(self) -> dict:
         return {"partition": str(self.partition), "log_start_offset": self.log_start,
-                "log_end_offset_before": self.log_end_before, "log_end_offset_after": self.log_end_after,
+                "log_end_offset_as_written": self.log_end_as_written,
+                "log_end_offset_before": self.log_end_before, "log_end_offset_kafka_recovery": self.log_end_before,
+                "log_end_offset_after": self.log_end_after,
                 "cut_at": self.cause.to_dict() if self.cause else None,
-                "records_removed": self.records_removed,
-                "valid_records_dropped": self.valid_records_dropped, "excise": self.excise,
-                "records_kept_by_excise": None if self.excise else self.valid_records_dropped + self.salvageable_records,
+                "bytes_leaving": self.bytes_leaving, "records_leaving": self.records_leaving,
+                "records_removed": self.records_leaving,  # the older name of records_leaving, kept for scripts
+                "valid_records_dropped": self.valid_records_dropped,
+                "valid_records_dropped_by_kafka": self.valid_records_dropped_by_kafka, "excise": self.excise,
+                "records_kept_by_excise": self.records_kept_by_excise,
                 "actions": [a.to_dict() for a in self.actions], "notes": self.notes}
 
 
@@ -102,16 +148,26 @@ class RepairPlan:
     strict: bool = False
     problems: list[str] = field(default_factory=list)  # paths that could not be planned
     log_dir_actions: list[tuple[Path, Action]] = field(default_factory=list)  # checkpoint entries corrected
+    log_dir_seen: list[Seen] = field(default_factory=list, repr=False)  # the checkpoints, before they were read
 
     @property
     def pending(self) -> list[PartitionPlan]:
         return [p for p in self.partitions if p.changes]
 
+    @property
+    def bytes_leaving(self) -> int:
+        return sum(p.bytes_leaving for p in self.partitions)
+
+    @property
+    def records_leaving(self) -> int:
+        return sum(p.records_leaving for p in self.partitions)
+
     def to_dict(self) -> dict:
         return {"strict": self.strict, "partitions": [p.to_dict() for p in self.partitions],
                 "log_dirs": [dict(a.to_dict(), log_dir=str(d)) for d, a in self.log_dir_actions],
-                "problems": self.problems,
-                "records_removed": sum(p.records_removed for p in self.partitions)}
+                "problems": self.problems, "bytes_leaving": self.bytes_leaving,
+                "records_leaving": self.records_leaving,
+                "records_removed": self.records_leaving}  # the older name of records_leaving, kept for scripts
 
 
 @dataclass(slots=True)
@@ -122,6 +178,7 @@ class Run:
     end: int
     first: int | None = None
     last: int | None = None
+    highest: int | None = None  # the highest offset held: above `last` where offsets go backwards
     records: int = 0
 
 
@@ -154,6 +211,7 @@ def _note_batch(run: Run, v: BatchView, counter: RecordCounter) -> None:
     counter.feed(v)
     run.first = (v.base_offset if v.base_offset is not None else v.last_offset) if run.first is None else run.first
     run.last, run.records = v.last_offset, run.records + counter.counts.pop()
+    run.highest = v.last_offset if run.highest is None else max(run.highest, v.last_offset)
 
 
 def plan_partition(part: Partition, strict: bool, interval: int, excise: bool = False) -> PartitionPlan:
@@ -181,46 +239,52 @@ def plan_partition(part: Partition, strict: bool, interval: int, excise: bool = 
         counts.append(counter.counts[at : at + s.batches])
         at += s.batches
     cuts = _cuts(rep, strict)
+    # The valid batches past each segment's damage, as salvage finds them: what was written there, read once.
+    salvage = {i: runs_after(part.segments[i], s.first_invalid_position) for i, s in enumerate(segs)
+               if s.first_invalid_position is not None}
+    plan.log_end_as_written = _end_as_written(plan.log_end_before, counter.highest, salvage)
+    plan.valid_records_dropped_by_kafka, plan.records_kept_by_excise = _dropped_by_kafka(part, segs, counts, salvage)
     kept: dict[str, int] = {}
     pieces: list[tuple[Segment, Run]] = []  # stretches split off as segments of their own (--excise)
     dropping = False
     for i, s in enumerate(segs):
-        offsets = (s.first_offset, s.last_offset) if s.first_offset is not None else None
+        tail = salvage.get(i, [])
+        offsets = _span((s.first_offset, s.last_offset) if s.first_offset is not None else None, tail)
         cut = cuts.get(i)
         if dropping:
             files = [s.file] + [n for n in (Path(s.file).stem + x for x in _SEGMENT_SUFFIXES[1:]) if n in part.files]
-            records = sum(counts[i])
+            records = sum(counts[i]) + sum(r.records for r in tail)
             plan.valid_records_dropped += records
-            plan.actions.append(Action("quarantine segment", files, s.size, (0, s.size), offsets, records,
+            plan.actions.append(Action(ActionKind.QUARANTINE_SEGMENT, files, s.size, (0, s.size), offsets, records,
                                        detail="Kafka's recovery deletes every segment after the one it cuts"))
             continue
         if cut is None:
             kept[s.file] = s.size
-            plan.actions.append(Action("keep", [s.file], offsets=offsets, records=sum(counts[i])))
+            plan.actions.append(Action(ActionKind.KEEP, [s.file], offsets=offsets, records=sum(counts[i])))
             continue
         position, finding = cut
         plan.cause = plan.cause or finding
         kept[s.file] = position
-        later = runs_after(part.segments[i], position)
-        removed = _batches_from(part, s.file, position, counts[i]) if position < s.valid_bytes else (None, 0)
-        plan.salvageable_records += sum(r.records for r in later)
-        offsets, records = removed
-        if not excise and later:  # the valid batches past the damage go with the tail (--excise keeps them)
-            lo = offsets[0] if offsets else later[0].first
-            offsets, records = (lo, later[-1].last), records + sum(r.records for r in later)
-        plan.actions.append(Action("truncate", [s.file], s.size - position, (position, s.size), offsets, records,
-                                   to_bytes=position, detail=f"{finding.code} {finding.name}: {finding.message}"))
+        # Every valid batch in the cut tail: the walk's from a --strict cut inside the valid prefix on, then
+        # salvage's past the damage. With --excise some come back below (split off), and are counted there.
+        offsets, records = _batches_from(part, s.file, position, counts[i]) if position < s.valid_bytes else (None, 0)
+        offsets, records = _span(offsets, tail), records + sum(r.records for r in tail)
+        plan.actions.append(Action(ActionKind.TRUNCATE, [s.file], s.size - position, (position, s.size), offsets,
+                                   records, to_bytes=position,
+                                   detail=f"{finding.code} {finding.name}: {finding.message}"))
         if excise:
+            # From a --strict cut inside the prefix the batches after the cut one are kept as well.
+            later = tail if position >= s.valid_bytes else runs_after(part.segments[i], position)
             gap_start = position
             for r in later:
-                name = f"{r.first:020d}.log"
+                name = _piece_name(r)
                 if name in part.files:
                     plan.notes.append(f"bytes {r.start}..{r.end} of {s.file} hold offsets {r.first}..{r.last}, but "
                                       f"{name} exists already: they stay in the quarantine")
                     continue
-                plan.actions.append(Action("excise", [s.file], r.start - gap_start, (gap_start, r.start),
+                plan.actions.append(Action(ActionKind.EXCISE, [s.file], r.start - gap_start, (gap_start, r.start),
                                            detail="damaged bytes between valid batches"))
-                plan.actions.append(Action("split off segment", [name, s.file], 0, (r.start, r.end),
+                plan.actions.append(Action(ActionKind.SPLIT_OFF, [name, s.file], 0, (r.start, r.end),
                                            (r.first, r.last), r.records, to_bytes=r.end - r.start,
                                            detail=f"the valid batches after the damage become segment {name}"))
                 pieces.append((part.segments[i], r))
@@ -232,9 +296,9 @@ def plan_partition(part: Partition, strict: bool, interval: int, excise: bool = 
         plan.notes.append(f"{plan.valid_records_dropped} valid record(s) in later segments leave the log with them, "
                           f"as Kafka's recovery would drop them; replicas that hold them can be re-fetched from "
                           f"(the bytes stay in the quarantine)")
-    if not excise and plan.valid_records_dropped + plan.salvageable_records:
-        plan.notes.append(f"--excise would keep {plan.valid_records_dropped + plan.salvageable_records} of these "
-                          f"valid record(s) (leaving an offset gap where the damage is)")
+    if not excise and plan.records_kept_by_excise:
+        plan.notes.append(f"--excise would keep {plan.records_kept_by_excise} of these valid record(s) (leaving an "
+                          f"offset gap where the damage is)")
     if excise:
         kept.update({s.file: s.size for s in segs if s.file not in kept})
     # Recovery rebuilds the indexes of the segments it cuts; others are rewritten only where a check finds
@@ -269,6 +333,39 @@ def _cuts(rep: PartitionReport, strict: bool) -> dict[int, tuple[int, Finding]]:
     return cuts
 
 
+def _end_as_written(kafka_end: int | None, walked: int | None, salvage: dict[int, list[Run]]) -> int | None:
+    """One past the highest offset of any valid batch as written, past damage too; at least Kafka's log end (a
+    last segment without a batch still names the next offset)."""
+    ends = [e for e in (kafka_end, None if walked is None else walked + 1) if e is not None]
+    ends += [r.highest + 1 for runs in salvage.values() for r in runs if r.highest is not None]
+    return max(ends, default=None)
+
+
+def _dropped_by_kafka(part: Partition, segs: list[SegmentReport], counts: list[list[int]],
+                      salvage: dict[int, list[Run]]) -> tuple[int, int]:
+    """The valid records as written that Kafka's recovery drops: the ones past the damage of the first segment
+    whose valid prefix ends early, and all of every later segment. And how many of them --excise keeps: all
+    but the stretches whose split-off segment name is taken."""
+    first = next((i for i, s in enumerate(segs) if s.first_invalid_position is not None), None)
+    if first is None:
+        return 0, 0
+    runs = [r for i in range(first, len(segs)) for r in salvage.get(i, [])]
+    dropped = sum(sum(c) for c in counts[first + 1 :]) + sum(r.records for r in runs)
+    return dropped, dropped - sum(r.records for r in runs if _piece_name(r) in part.files)
+
+
+def _span(offsets: tuple[int, int] | None, runs: list[Run]) -> tuple[int, int] | None:
+    """The offsets of `offsets` stretched to the end of the runs salvage found after them."""
+    if not runs:
+        return offsets
+    return (offsets[0] if offsets else runs[0].first, runs[-1].last)
+
+
+def _piece_name(r: Run) -> str:
+    """The segment a stretch split off with --excise becomes: named, as Kafka names one, by its first offset."""
+    return f"{r.first:020d}.log"
+
+
 def _plan_piece_indexes(seg: Segment, r: Run, plan: PartitionPlan, interval: int) -> None:
     """The indexes of a stretch split off as a segment, built as recovery builds them."""
     with seg:
@@ -280,8 +377,8 @@ def _plan_piece_indexes(seg: Segment, r: Run, plan: PartitionPlan, interval: int
         expected.finish()
     stem = f"{r.first:020d}"
     contents = {stem + ".index": bytes(expected.offset_index), stem + ".timeindex": bytes(expected.time_index)}
-    plan.actions.append(Action("rebuild indexes", list(contents), detail=f"{', '.join(contents)} (new, for {stem}.log)",
-                               new_contents=contents))
+    plan.actions.append(Action(ActionKind.REBUILD_INDEXES, list(contents),
+                               detail=f"{', '.join(contents)} (new, for {stem}.log)", new_contents=contents))
 
 
 def _batches_from(part: Partition, file: str, position: int, counts: list[int]) -> tuple[tuple[int, int] | None, int]:
@@ -327,7 +424,7 @@ def _plan_indexes(part: Partition, plan: PartitionPlan, kept: dict[str, int], in
     pending = index_plan.pending
     if pending:
         plan.actions.append(Action(
-            "rebuild indexes", [c.path.name for c in pending],
+            ActionKind.REBUILD_INDEXES, [c.path.name for c in pending],
             detail=", ".join(f"{c.path.name}: {'missing' if c.old_size is None else c.old_size} -> {len(c.new)} bytes"
                              for c in pending),
             new_contents={c.path.name: c.new for c in pending}))
@@ -350,17 +447,17 @@ def _plan_side_files(part: Partition, plan: PartitionPlan) -> None:
             keep = [(e, o) for e, o in epochs if o < end]
             text = "0\n" + f"{len(keep)}\n" + "".join(f"{e} {o}\n" for e, o in keep)
             dropped = [(e, o) for e, o in epochs if o >= end]
-            plan.actions.append(Action("drop leader-epoch entries", [LEADER_EPOCH_FILE],
+            plan.actions.append(Action(ActionKind.DROP_LEADER_EPOCHS, [LEADER_EPOCH_FILE],
                                        detail=f"epochs starting at or after offset {end}: "
                                               + ", ".join(f"epoch {e} from {o}" for e, o in dropped),
                                        new_contents={LEADER_EPOCH_FILE: text.encode()}))
     for name, f in part.files.items():
         if f.kind is FileKind.SNAPSHOT and f.base_offset is not None and f.base_offset > end:
-            plan.actions.append(Action("remove producer snapshot", [name], offsets=(f.base_offset, f.base_offset),
+            plan.actions.append(Action(ActionKind.REMOVE_SNAPSHOT, [name], offsets=(f.base_offset, f.base_offset),
                                        detail=f"taken at offset {f.base_offset}, past the new log end {end}; "
                                               f"Kafka deletes it at load"))
         elif f.kind is FileKind.LEFTOVER and f.leftover in (".deleted", ".cleaned"):
-            plan.actions.append(Action("handle leftover", [name],
+            plan.actions.append(Action(ActionKind.HANDLE_LEFTOVER, [name],
                                        detail=f"a {f.leftover} file, which Kafka's loader deletes; kept in the quarantine"))
         elif f.kind is FileKind.LEFTOVER:
             plan.notes.append(f"{name}: left for the broker, which applies or discards a .swap at load")
@@ -379,8 +476,10 @@ def plan_repair(paths: list[Path], strict: bool, interval: int, excise: bool = F
         if t.single_file:
             result.problems.append(f"{t.path}: truncate works on partition dirs and log dirs, not on one segment file")
             continue
+        path = canonical(t.path)  # a symlinked log dir is resolved once, here
         try:
-            part = Partition.from_dir(t.path).read_under(reading)
+            seen = look(path)  # before the walk: whatever moves from here on makes the plan stale
+            part = Partition.from_dir(path).read_under(reading)
             try:
                 planned = plan_partition(part, strict, interval, excise)
             finally:
@@ -388,6 +487,7 @@ def plan_repair(paths: list[Path], strict: bool, interval: int, excise: bool = F
         except OSError as e:
             result.problems.append(f"{t.path}: {e.strerror or e}")
             continue
+        planned.seen = seen
         if planned.unreadable:  # a plan blind to a file could drop or keep the wrong bytes: none is made
             result.problems.append(f"{t.path}: not planned: {'; '.join(planned.unreadable)}")
         else:
@@ -440,13 +540,15 @@ def _plan_checkpoints(result: RepairPlan, log_dirs: dict[Path, LogDirReport]) ->
                 elif file in _REPORTED_PAST_END:
                     p.notes.append(f"{file}: {offset} lies past the new log end {p.log_end_after}; "
                                    f"{_REPORTED_PAST_END[file]}")
+            if lowered:
+                result.log_dir_seen.append(look(log_dir, [file]))
             text, problem = read_side(log_dir / file).text()
             if lowered and problem is not None:
                 result.problems.append(f"{log_dir / file}: {problem}; its entries past the new log ends stay")
             elif lowered:
                 text = _rewritten_checkpoint(text, lowered)
                 result.log_dir_actions.append((log_dir, Action(
-                    "trim checkpoint entry", [file],
+                    ActionKind.TRIM_CHECKPOINT, [file],
                     detail=", ".join(f"{t}-{n} -> {o}" for (t, n), o in sorted(lowered.items())),
                     new_contents={file: text.encode()})))
 

@@ -5,6 +5,10 @@ is opened with O_NOFOLLOW: a symlink planted in a log dir, or a partition dir th
 the repair refuse instead of writing somewhere else. Temporary files get unpredictable names and are created
 with O_EXCL. A file that replaces another keeps its owner, group and mode, so a broker running as its own
 user can still open it. Every change is fsynced, and so is the directory after a rename or an unlink.
+
+Nothing is written through a second name: a file with more than one link (a backup made with `cp -al`, an
+rsnapshot tree) is never cut or appended to in place; its new content goes to a new file renamed over this
+name, which leaves the other names holding the original bytes.
 """
 from __future__ import annotations
 
@@ -34,10 +38,11 @@ class FileMeta:
     gid: int
     mode: int
     mtime_ns: int
+    nlink: int = 1
 
     @classmethod
     def of(cls, st: os.stat_result) -> "FileMeta":
-        return cls(st.st_size, st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode), st.st_mtime_ns)
+        return cls(st.st_size, st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode), st.st_mtime_ns, st.st_nlink)
 
 
 class PartitionDir:
@@ -73,6 +78,13 @@ class PartitionDir:
             kind = "a symlink" if stat.S_ISLNK(st.st_mode) else "not a regular file"
             raise WriteRefused(f"{self.path / name} is {kind}; logtool does not write through it")
         return FileMeta.of(st)
+
+    def existing(self, name: str) -> FileMeta:
+        """The metadata of a file that must be there. Raises FileNotFoundError."""
+        meta = self.meta(name)
+        if meta is None:
+            raise FileNotFoundError(2, "No such file or directory", str(self.path / name))
+        return meta
 
     def meta_for_new(self, sibling: str) -> FileMeta:
         """Owner, group and mode for a file the repair creates: its sibling's (a segment's .log), or the
@@ -127,7 +139,12 @@ class PartitionDir:
         os.rename(tmp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
         self.fsync()
 
-    def truncate(self, name: str, size: int) -> None:
+    def cut(self, name: str, size: int) -> None:
+        """Cut a file to `size` bytes; a file with another name too gets a cut copy under this one instead."""
+        meta = self.existing(name)
+        if meta.nlink > 1:
+            self.replace(name, self.chunks(name, 0, size), meta)
+            return
         fd = os.open(name, os.O_WRONLY | os.O_NOFOLLOW, dir_fd=self.fd)
         try:
             os.ftruncate(fd, size)
@@ -135,10 +152,18 @@ class PartitionDir:
         finally:
             os.close(fd)
 
-    def append(self, name: str, data: Iterator[bytes]) -> None:
-        fd = os.open(name, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW, dir_fd=self.fd)
+    def put_tail(self, name: str, keep: int, tail: Iterator[bytes]) -> None:
+        """The file's first `keep` bytes followed by `tail`: appended in place, or, for a file with another
+        name too, written as a new file renamed over this name. Safe to run again after a stop anywhere."""
+        meta = self.existing(name)
+        if meta.nlink > 1:
+            self.replace(name, _chain(self.chunks(name, 0, keep), tail), meta)
+            return
+        fd = os.open(name, os.O_WRONLY | os.O_NOFOLLOW, dir_fd=self.fd)
         try:
-            for chunk in data:
+            os.ftruncate(fd, keep)
+            os.lseek(fd, keep, os.SEEK_SET)
+            for chunk in tail:
                 write_all(fd, chunk)
             os.fsync(fd)
         finally:
@@ -162,6 +187,11 @@ class PartitionDir:
         os.fsync(self.fd)
 
 
+def _chain(*parts: Iterator[bytes]) -> Iterator[bytes]:
+    for part in parts:
+        yield from part
+
+
 def write_all(fd: int, data) -> None:
     view = memoryview(data)
     while view:
@@ -175,10 +205,3 @@ def _own(fd: int, like: FileMeta) -> None:
         os.fchown(fd, like.uid, like.gid)
     os.fchmod(fd, like.mode)
 
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from rich.markup import escape
 
-from logtool.recovery.truncate_plan import Action, PartitionPlan, RepairPlan
+from logtool.recovery.truncate_plan import Action, ActionKind, PartitionPlan, RepairPlan
 from logtool.render.text import console
 
 
@@ -16,20 +16,21 @@ def _offsets(a: Action) -> str:
 
 def _line(a: Action) -> str:
     name = escape(", ".join(a.files))
-    if a.action == "keep":
+    if a.action is ActionKind.KEEP:
         return f"  keep      {name} ({a.records} records{_offsets(a)})"
-    if a.action == "truncate":
+    if a.action is ActionKind.TRUNCATE:
         lo, hi = a.byte_range
-        held = f"; {a.records} valid records{_offsets(a)} go with it" if a.records else ""
+        # With --excise the valid records in the cut tail come back in the split-off lines below it.
+        held = f"; they hold {a.records} valid records{_offsets(a)}" if a.records else ""
         return (f"  [bold red]truncate[/]  {name} to {a.to_bytes} bytes: bytes {lo}..{hi} ({a.bytes_removed} bytes) "
-                f"removed{held}\n            because {escape(a.detail)}")
-    if a.action == "quarantine segment":
+                f"cut off{held}\n            because {escape(a.detail)}")
+    if a.action is ActionKind.QUARANTINE_SEGMENT:
         return (f"  [red]quarantine whole segment[/] {name}: {a.bytes_removed} bytes, {a.records} valid "
                 f"records{_offsets(a)}")
-    if a.action == "excise":
+    if a.action is ActionKind.EXCISE:
         lo, hi = a.byte_range
         return f"  [red]excise[/]    bytes {lo}..{hi} of {escape(a.files[0])} ({a.bytes_removed} damaged bytes)"
-    if a.action == "split off segment":
+    if a.action is ActionKind.SPLIT_OFF:
         lo, hi = a.byte_range
         return (f"  [green]split off[/] bytes {lo}..{hi} of {escape(a.files[1])} as {escape(a.files[0])} "
                 f"({a.records} records{_offsets(a)})")
@@ -41,8 +42,12 @@ def _partition(out, p: PartitionPlan, applied: bool) -> None:
         out.print(f"[bold]{escape(str(p.partition))}[/]: nothing to repair (log end offset {p.log_end_before})")
         return
     verb = "repaired" if applied else "plan"
-    out.print(f"[bold]{escape(str(p.partition))}[/] {verb}: log start offset {p.log_start}, log end offset "
-              f"{p.log_end_before} -> {p.log_end_after}")
+    out.print(f"[bold]{escape(str(p.partition))}[/] {verb}: log start offset {p.log_start}, log end offset as "
+              f"written {p.log_end_as_written} -> {p.log_end_after} after the repair (Kafka's recovery: "
+              f"{p.log_end_before})")
+    out.print(f"  {_leaving(p.bytes_leaving, p.records_leaving, applied)}; Kafka's recovery drops "
+              f"{p.valid_records_dropped_by_kafka} valid record(s) as written, --excise keeps "
+              f"{p.records_kept_by_excise} of them")
     for a in p.actions:
         out.print(_line(a))
     for note in p.notes:
@@ -56,14 +61,17 @@ def render_plan(plan: RepairPlan, applied: bool) -> None:
     for log_dir, a in plan.log_dir_actions:
         out.print(f"[bold]{escape(str(log_dir))}[/]: [yellow]{a.action}[/] {escape(a.files[0])}: {escape(a.detail)}")
     pending = plan.pending
-    removed = sum(a.bytes_removed for p in pending for a in p.changes)
-    dropped = sum(p.records_removed for p in pending)
+    leaving = _leaving(plan.bytes_leaving, plan.records_leaving, applied)
     if not pending:
         out.print(f"{len(plan.partitions)} partition(s): nothing to repair")
     elif applied:
-        out.print(f"{len(pending)} of {len(plan.partitions)} partition(s) repaired: {removed} bytes moved to the "
-                  f"quarantine, {dropped} valid record(s) among them")
+        out.print(f"{len(pending)} of {len(plan.partitions)} partition(s) repaired: {leaving}")
     else:
-        out.print(f"{len(pending)} of {len(plan.partitions)} partition(s) to repair: {removed} bytes would leave "
-                  f"the log dir (kept in the quarantine), {dropped} valid record(s) among them; "
+        out.print(f"{len(pending)} of {len(plan.partitions)} partition(s) to repair: {leaving}; "
                   f"run again with --apply to carry it out")
+
+
+def _leaving(bytes_leaving: int, records: int, applied: bool) -> str:
+    """Segment bytes and valid records that leave the log dir (the quarantine keeps them)."""
+    verb = "left" if applied else "would leave"
+    return f"{bytes_leaving} bytes {verb} the log dir (kept in the quarantine), {records} valid record(s) among them"

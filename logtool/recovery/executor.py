@@ -1,0 +1,232 @@
+"""The one executor every write into a log dir goes through: `truncate --apply`, `index rebuild --apply` and
+`restore`.
+
+A new repair: preflight (space, inodes, writability) -> the locks of every log dir it touches -> the plan's
+facts checked again under them (a plan made of files that moved since is refused, nothing written) -> the
+new contents staged in the run and the steps journaled -> the steps, each journaled when done. The journal
+is JSON Lines, appended (a header with every step, then `{"done": k}` per step), so its cost is linear in
+the steps. SIGINT and SIGTERM are held until the step under way ends; any error or signal after the first
+write stops with one line naming the run, the command that finishes it and the one that undoes it, and
+leaves a run that either does.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+from logtool.recovery import preflight
+from logtool.recovery.errors import RepairRefused, RepairStopped
+from logtool.recovery.quarantine import (QuarantineError, QuarantineRun, append_line, fsync_dir, load,
+                                         read_lines, refuse_inside)
+from logtool.recovery.seen import Seen, canonical
+from logtool.recovery.session import Session, stop_if_planned_hook
+from logtool.recovery.steps import Step, WriteFile, from_json
+from logtool.recovery.writer import write_all
+
+JOURNAL = "journal.jsonl"
+RESTORE_JOURNAL = "restore.jsonl"
+
+
+class StalePlan(RepairRefused):
+    """The files a plan was made from changed before the locks were taken."""
+
+
+@dataclass(slots=True)
+class Applied:
+    run: Path
+    steps: int
+    resumed: bool
+
+
+@dataclass(slots=True)
+class Journal:
+    path: Path
+    header: dict
+    done: int  # steps done, from the first
+
+    @classmethod
+    def create(cls, path: Path, header: dict) -> "Journal":
+        append_line(path, header, create=True)
+        return cls(path, header, 0)
+
+    @classmethod
+    def load(cls, path: Path) -> "Journal":
+        records = read_lines(path)
+        done = [r["done"] for r in records[1:] if "done" in r]
+        return cls(path, records[0], max(done) + 1 if done else 0)
+
+    def mark(self, k: int) -> None:
+        append_line(self.path, {"done": k})
+        self.done = k + 1
+
+
+def log_dir_of(step: Step) -> Path:
+    return Path(step.dir) if step.root else Path(step.dir).parent
+
+
+def carry_out(steps: list[Step], staged: dict[str, bytes], quarantine: Path, label: str, command: str,
+              seen: list[Seen]) -> Applied:
+    """Carry out the steps of a plan in a new run. Raises RepairRefused (nothing written) or RepairStopped."""
+    stop_if_planned_hook()
+    log_dirs = sorted({log_dir_of(s) for s in steps})
+    inside = log_dirs + sorted({Path(s.dir) for s in steps})
+    refuse_inside(quarantine.absolute(), inside)  # before the locks: a refusal leaves no trace
+    preflight.check(steps, staged, quarantine)
+    with Session(log_dirs, lambda: QuarantineRun.start(quarantine, label, command, inside)) as session:
+        run = session.run
+        try:
+            changed = [c for s in seen for c in s.changes()]
+            if changed:
+                raise StalePlan(f"changed since the plan was made: {'; '.join(changed[:3])}"
+                                f"{f' (and {len(changed) - 3} more)' if len(changed) > 3 else ''}; nothing was "
+                                f"written: run the command again for a new plan")
+            _check_steps(session, steps)
+            _refuse_if_signalled(session)
+            _stage(run, staged)
+            journal = Journal.create(run.path / JOURNAL, {"label": label, "command": command,
+                                                          "steps": [s.to_json() for s in steps],
+                                                          "dirs": _dir_ids(steps)})
+        except OSError as e:
+            run.discard()
+            raise RepairRefused(f"{_what(e)}; nothing was written") from None
+        except RepairRefused:
+            run.discard()  # nothing was written: leave no run to resume
+            raise
+        session.step_done()
+        execute(session, journal, steps, finish=command, undo=f"logtool restore {run.path}")
+        return Applied(run.path, len(steps), False)
+
+
+def _check_steps(session: Session, steps: list[Step]) -> None:
+    """Every directory and file the steps touch, looked at before the first write: a symlink or a file that
+    is not regular anywhere refuses the whole repair, not the step that meets it."""
+    for step in steps:
+        pdir = step.pdir(session)
+        for name in step.names():
+            pdir.meta(name)
+
+
+def _stage(run: QuarantineRun, staged: dict[str, bytes]) -> None:
+    for rel, data in staged.items():
+        fd = os.open(run.path / rel, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    if staged:
+        fsync_dir(run.path / Path(next(iter(staged))).parent)
+
+
+def _dir_ids(steps: list[Step]) -> dict[str, list[int]]:
+    out = {}
+    for d in sorted({s.dir for s in steps}):
+        st = os.lstat(d)
+        out[d] = [st.st_dev, st.st_ino]
+    return out
+
+
+def staged_write(step_dir: Path, name: str, data: bytes, like: str, staged: dict[str, bytes],
+                 root: bool = False) -> WriteFile:
+    """A WriteFile step whose bytes are staged in the run under `staged/` before the first change."""
+    rel = f"staged/{len(staged):06d}"
+    staged[rel] = data
+    return WriteFile(str(step_dir), name, root, rel, hashlib.sha256(data).hexdigest(), like)
+
+
+def execute(session: Session, journal: Journal, steps: list[Step], finish: str, undo: str | None) -> None:
+    """Run the steps from the first not done, journaling each. Raises RepairStopped on any error or signal."""
+    k = journal.done
+    try:
+        for k in range(journal.done, len(steps)):
+            if session.signalled is not None:
+                raise _interrupted(session, k, len(steps), finish, undo)
+            steps[k].run(session)
+            journal.mark(k)
+            session.step_done()
+    except (OSError, QuarantineError) as e:
+        raise RepairStopped(f"{_what(e)}: stopped at step {k + 1} of {len(steps)}; {_way_forward(session, finish, undo)}")
+
+
+def _interrupted(session: Session, k: int, n: int, finish: str, undo: str | None) -> RepairStopped:
+    sig = session.signalled or signal.SIGINT
+    name = signal.Signals(sig).name
+    return RepairStopped(f"interrupted ({name}) after step {k} of {n}; {_way_forward(session, finish, undo)}",
+                         exit_code=128 + sig if sig == signal.SIGTERM else 8)
+
+
+def _refuse_if_signalled(session: Session) -> None:
+    if session.signalled is not None:
+        name = signal.Signals(session.signalled).name
+        raise RepairRefused(f"interrupted ({name}) before the first write; nothing was written")
+
+
+def _way_forward(session: Session, finish: str, undo: str | None) -> str:
+    kept = f"every byte it removed is kept in {session.run.path}: " if undo else ""
+    return f"{kept}finish it with `{finish}`" + (f", or undo it with `{undo}`" if undo else "")
+
+
+def _what(e: BaseException) -> str:
+    if isinstance(e, OSError):
+        where = f"{e.filename}: " if e.filename else ""
+        return f"{where}{e.strerror or e}"
+    return str(e)
+
+
+def unfinished_runs(quarantine: Path, paths: list[Path]) -> list[Path]:
+    """Runs of this quarantine that stopped before their last step and touch any of these PATHs (partition
+    dirs, or log dirs and the partition dirs in them). A run a restore began is never one of them."""
+    wanted: set[str] = set()
+    for p in paths:
+        wanted.add(str(canonical(p)))
+        if p.is_dir() and not p.is_symlink():
+            real = p.resolve()
+            wanted.add(str(real))
+            wanted |= {str(real / c.name) for c in real.iterdir() if c.is_dir()}
+    found: list[Path] = []
+    if not quarantine.is_dir():
+        return found
+    for run_dir in sorted(quarantine.iterdir()):
+        if not (run_dir / JOURNAL).is_file() or (run_dir / RESTORE_JOURNAL).exists() or \
+                (run_dir / "restored").exists():
+            continue
+        try:
+            journal = Journal.load(run_dir / JOURNAL)
+            dirs = {s["dir"] for s in journal.header["steps"]}
+        except (OSError, ValueError, KeyError, TypeError, IndexError):
+            continue
+        if journal.done < len(journal.header["steps"]) and wanted & dirs:
+            found.append(run_dir)
+    return found
+
+
+def resume(run_dir: Path) -> Applied:
+    """Finish an interrupted run from its journal, under the same locks, after checking that its directories
+    are still the ones it began in."""
+    try:
+        journal = Journal.load(run_dir / JOURNAL)
+        steps = [from_json(s) for s in journal.header["steps"]]
+        dirs = journal.header["dirs"]
+    except (OSError, ValueError, KeyError, TypeError, IndexError) as e:
+        raise QuarantineError(f"{run_dir / JOURNAL}: cannot be read ({_what(e)})") from None
+    log_dirs = sorted({log_dir_of(s) for s in steps})
+    command = str(journal.header.get("command", "logtool truncate --apply"))
+    with Session(log_dirs, lambda: load(run_dir)) as session:
+        for d, (dev, ino) in dirs.items():
+            try:
+                st = os.lstat(d)
+            except OSError as e:
+                raise StalePlan(f"{d}: {e.strerror or e}; the interrupted repair {run_dir} cannot go on "
+                                f"(undo it with `logtool restore {run_dir}`)") from None
+            if (st.st_dev, st.st_ino) != (dev, ino):
+                raise StalePlan(f"{d} was replaced since the interrupted repair {run_dir} began; it is not "
+                                f"finished (undo it with `logtool restore {run_dir}`)")
+        try:
+            session.sweep_temporaries({(Path(s.dir), s.root) for s in steps})
+        except OSError as e:
+            raise RepairStopped(f"{_what(e)}: {_way_forward(session, command, f'logtool restore {run_dir}')}")
+        execute(session, journal, steps, finish=command, undo=f"logtool restore {run_dir}")
+    return Applied(run_dir, len(steps), True)

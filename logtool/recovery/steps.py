@@ -1,0 +1,184 @@
+"""The steps a repair or a restore is made of: a closed set of types, each journaled by name and each safe to
+run again from any point it may have stopped at (a rerun after a crash, a full disk or a signal ends in the
+same state as an uninterrupted run).
+
+Every step keeps what it is about to remove in the quarantine run, and records it in the manifest, before
+it changes the log dir. A step names its directory by absolute path (`root` for a log dir's own files) and
+its file by name in it.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+from logtool.recovery.quarantine import Entry, QuarantineError, QuarantineRun, stored_chunks
+from logtool.recovery.writer import PartitionDir
+
+if TYPE_CHECKING:
+    from logtool.recovery.session import Session
+
+
+@dataclass(slots=True, frozen=True)
+class Step:
+    op: ClassVar[str]
+    dir: str  # the directory's absolute path
+    name: str  # the file's name in it
+    root: bool  # the directory is a log dir (its checkpoints), not a partition dir
+
+    def to_json(self) -> dict:
+        return {"op": self.op, **asdict(self)}
+
+    def pdir(self, session: "Session") -> PartitionDir:
+        directory = Path(self.dir)
+        return session.log_dir_root(directory) if self.root else session.partition_dir(directory)
+
+    def names(self) -> tuple[str, ...]:
+        """The files of its directory the step reads or writes."""
+        return (self.name,)
+
+    def run(self, session: "Session") -> None:
+        raise NotImplementedError
+
+
+@dataclass(slots=True, frozen=True)
+class CutTail(Step):
+    """Cut a file to `size` bytes; the bytes after go to the quarantine."""
+
+    op: ClassVar[str] = "cut"
+    size: int
+
+    def run(self, session: "Session") -> None:
+        run, pdir = session.run, self.pdir(session)
+        if run.find(pdir, self.name) is None:
+            run.keep_tail(pdir, self.name, self.size)
+            session.step_done()
+        meta = pdir.meta(self.name)
+        if meta is not None and meta.size > self.size:
+            pdir.cut(self.name, self.size)
+
+
+@dataclass(slots=True, frozen=True)
+class RemoveFile(Step):
+    """Move a whole file to the quarantine: a segment Kafka's recovery deletes, a snapshot past the log end,
+    a leftover the loader deletes."""
+
+    op: ClassVar[str] = "remove"
+
+    def run(self, session: "Session") -> None:
+        run, pdir = session.run, self.pdir(session)
+        if run.find(pdir, self.name) is None and pdir.meta(self.name) is not None:
+            run.keep_whole(pdir, self.name, "removed")
+            session.step_done()
+        if pdir.meta(self.name) is not None:
+            pdir.unlink(self.name)
+
+
+@dataclass(slots=True, frozen=True)
+class WriteFile(Step):
+    """Put new bytes (staged in the run before the first change) under a name: a rebuilt index, a rewritten
+    checkpoint. The old file, if any, goes to the quarantine; a new one takes its segment's owner and mode."""
+
+    op: ClassVar[str] = "write"
+    staged: str  # relative to the run
+    sha256: str
+    like: str  # the sibling whose owner and mode a new file takes
+
+    def run(self, session: "Session") -> None:
+        run, pdir = session.run, self.pdir(session)
+        old = pdir.meta(self.name)
+        entry = run.find(pdir, self.name)
+        if entry is None:
+            entry = run.keep_whole(pdir, self.name, "replaced") if old else run.record_created(pdir, self.name)
+            session.step_done()
+        if entry.after_sha256 != self.sha256:
+            run.set_after(entry, self.sha256)  # before the rename: restore must know the new bytes once they land
+        if old is None or pdir.sha256(self.name) != self.sha256:
+            like = old if old is not None else pdir.meta_for_new(self.like)
+            pdir.replace(self.name, _staged_chunks(run, self.staged), like)
+
+
+@dataclass(slots=True, frozen=True)
+class SplitOff(Step):
+    """Create a segment from a stretch [start, end) of a file whose tail an earlier step cut (and so the
+    quarantine holds): the valid batches after damage that --excise keeps."""
+
+    op: ClassVar[str] = "split"
+    source: str
+    start: int
+    end: int
+
+    def names(self) -> tuple[str, ...]:
+        return (self.name, self.source)
+
+    def run(self, session: "Session") -> None:
+        run, pdir = session.run, self.pdir(session)
+        source = run.find(pdir, self.source)
+        if source is None or source.truncated_to is None:
+            raise QuarantineError(f"{self.source}: its cut tail is not in {run.path}")
+        lo, hi = self.start - source.truncated_to, self.end - source.truncated_to
+        digest = hashlib.sha256()
+        for chunk in stored_chunks(run, source, lo, hi):
+            digest.update(chunk)
+        sha = digest.hexdigest()
+        entry = run.find(pdir, self.name)
+        if entry is None:
+            entry = run.record_created(pdir, self.name)
+            session.step_done()
+        if entry.after_sha256 != sha:
+            run.set_after(entry, sha)
+        if pdir.meta(self.name) is None or pdir.sha256(self.name) != sha:
+            pdir.replace(self.name, stored_chunks(run, source, lo, hi), pdir.meta_for_new(self.source))
+
+
+@dataclass(slots=True, frozen=True)
+class PutBack(Step):
+    """Restore: put one manifest entry's file back as it was before the repair (remove a file the repair
+    created; append a cut tail; rename a kept copy over), with its owner, group, mode and mtime."""
+
+    op: ClassVar[str] = "put back"
+    entry: int  # its place in the manifest
+
+    def run(self, session: "Session") -> None:
+        run: QuarantineRun = session.run
+        e = run.entries[self.entry]
+        pdir = self.pdir(session)
+        if e.action == "created":
+            if pdir.meta(e.name) is not None:
+                pdir.unlink(e.name)
+            return
+        meta = e.meta
+        if meta is None:
+            raise QuarantineError(f"{run.path}: the entry of {e.original} has no owner or mode recorded")
+        if e.action == "truncated":
+            assert e.truncated_to is not None
+            pdir.put_tail(e.name, e.truncated_to, stored_chunks(run, e))
+        else:
+            pdir.replace(e.name, stored_chunks(run, e), meta)
+        pdir.set_meta(e.name, meta)
+
+    @classmethod
+    def of(cls, run: QuarantineRun, index: int) -> "PutBack":
+        e: Entry = run.entries[index]
+        return cls(str(e.partition_dir) if e.partition else e.log_dir, e.name, e.partition == "", index)
+
+
+def _staged_chunks(run: QuarantineRun, rel: str):
+    with open(run.path / rel, "rb") as f:
+        while chunk := f.read(1 << 20):
+            yield chunk
+
+
+STEP_TYPES: dict[str, type[Step]] = {t.op: t for t in (CutTail, RemoveFile, WriteFile, SplitOff, PutBack)}
+
+
+def from_json(doc: dict) -> Step:
+    """A journaled step. Raises QuarantineError for anything not of the closed set."""
+    kind = STEP_TYPES.get(doc.get("op", ""))
+    if kind is None:
+        raise QuarantineError(f"unknown step {doc.get('op')!r} in a journal")
+    try:
+        return kind(**{f.name: doc[f.name] for f in fields(kind)})
+    except (KeyError, TypeError) as e:
+        raise QuarantineError(f"a journal step of {kind.op!r} is malformed: {e}") from None
