@@ -37,6 +37,8 @@ def finish_unfinished(quarantine: Path, paths: list[Path]) -> list[executor.Appl
     done = []
     with writing():
         for run_dir in executor.unfinished_runs(quarantine, paths):
-            done.append(executor.resume(run_dir))
-            print(f"logtool: finished the interrupted repair {run_dir}", file=sys.stderr)
+            finished = executor.resume(run_dir)
+            if finished is not None:
+                done.append(finished)
+                print(f"logtool: finished the interrupted repair {run_dir}", file=sys.stderr)
     return done

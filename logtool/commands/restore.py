@@ -28,9 +28,9 @@ def command(run_dir: Path, force: bool) -> int:
         try:
             done = restore(run_dir, force=force)
         except OSError as e:  # the run itself cannot be read; nothing was written
-            raise Failure(f"{run_dir}: {e.strerror or e}; nothing was restored") from None
+            raise Failure(f"{e.filename or run_dir}: {e.strerror or e}; nothing was restored") from None
     if done.already:
-        click.echo(f"{run_dir} was restored already; nothing to do")
+        click.echo(f"{run_dir} is already restored; nothing to do")
         return exitcodes.CLEAN
     for e in done.entries:
         click.echo(f"{'removed' if e.action == 'created' else 'restored'} {e.original}")

@@ -28,6 +28,10 @@ from logtool.recovery.writer import write_all
 
 JOURNAL = "journal.jsonl"
 RESTORE_JOURNAL = "restore.jsonl"
+# A group of removals or restores: large enough that its flushes cost little per file, small enough that a
+# signal is heeded within a second or so.
+GROUP_STEPS = 512
+GROUP_BYTES = 256 << 20
 
 
 class StalePlan(RepairRefused):
@@ -63,16 +67,16 @@ class Journal:
         self.done = k + 1
 
 
-def log_dir_of(step: Step) -> Path:
-    return Path(step.dir) if step.root else Path(step.dir).parent
+def log_dir_of(step: Step) -> str:
+    return step.dir if step.root else os.path.dirname(step.dir)
 
 
 def carry_out(steps: list[Step], staged: dict[str, bytes], quarantine: Path, label: str, command: str,
               seen: list[Seen]) -> Applied:
     """Carry out the steps of a plan in a new run. Raises RepairRefused (nothing written) or RepairStopped."""
     stop_if_planned_hook()
-    log_dirs = sorted({log_dir_of(s) for s in steps})
-    inside = log_dirs + sorted({Path(s.dir) for s in steps})
+    log_dirs = [Path(d) for d in sorted({log_dir_of(s) for s in steps})]
+    inside = log_dirs + [Path(d) for d in sorted({s.dir for s in steps})]
     refuse_inside(quarantine.absolute(), inside)  # before the locks: a refusal leaves no trace
     preflight.check(steps, staged, quarantine)
     with Session(log_dirs, lambda: QuarantineRun.start(quarantine, label, command, inside)) as session:
@@ -141,14 +145,31 @@ def execute(session: Session, journal: Journal, steps: list[Step], finish: str, 
     """Run the steps from the first not done, journaling each. Raises RepairStopped on any error or signal."""
     k = journal.done
     try:
-        for k in range(journal.done, len(steps)):
+        while k < len(steps):
             if session.signalled is not None:
                 raise _interrupted(session, k, len(steps), finish, undo)
-            steps[k].run(session)
-            journal.mark(k)
+            step = steps[k]
+            if step.grouped:
+                end = _group_end(session, steps, k)
+                type(step).run_group(session, steps[k:end])
+            else:
+                end = k + 1
+                step.run(session)
+            journal.mark(end - 1)
             session.step_done()
+            k = end
     except (OSError, QuarantineError) as e:
         raise RepairStopped(f"{_what(e)}: stopped at step {k + 1} of {len(steps)}; {_way_forward(session, finish, undo)}")
+
+
+def _group_end(session: Session, steps: list[Step], k: int) -> int:
+    """Where the group of steps of one grouped type starting at k ends: at GROUP_STEPS steps or about
+    GROUP_BYTES copied, whichever comes first."""
+    kind, end, copied = type(steps[k]), k, 0
+    while end < len(steps) and type(steps[end]) is kind and end - k < GROUP_STEPS and copied < GROUP_BYTES:
+        copied += steps[end].size_hint(session)
+        end += 1
+    return end
 
 
 def _interrupted(session: Session, k: int, n: int, finish: str, undo: str | None) -> RepairStopped:
@@ -203,18 +224,22 @@ def unfinished_runs(quarantine: Path, paths: list[Path]) -> list[Path]:
     return found
 
 
-def resume(run_dir: Path) -> Applied:
+def resume(run_dir: Path) -> Applied | None:
     """Finish an interrupted run from its journal, under the same locks, after checking that its directories
-    are still the ones it began in."""
+    are still the ones it began in. None: by the time the locks were held, the run had been finished (by
+    the repair that was still running when the run was found) or a restore had begun."""
     try:
         journal = Journal.load(run_dir / JOURNAL)
         steps = [from_json(s) for s in journal.header["steps"]]
         dirs = journal.header["dirs"]
     except (OSError, ValueError, KeyError, TypeError, IndexError) as e:
         raise QuarantineError(f"{run_dir / JOURNAL}: cannot be read ({_what(e)})") from None
-    log_dirs = sorted({log_dir_of(s) for s in steps})
+    log_dirs = [Path(d) for d in sorted({log_dir_of(s) for s in steps})]
     command = str(journal.header.get("command", "logtool truncate --apply"))
     with Session(log_dirs, lambda: load(run_dir)) as session:
+        journal = Journal.load(run_dir / JOURNAL)  # again, under the locks
+        if journal.done >= len(steps) or (run_dir / RESTORE_JOURNAL).exists():
+            return None
         for d, (dev, ino) in dirs.items():
             try:
                 st = os.lstat(d)

@@ -38,26 +38,27 @@ class Need:
 @dataclass(slots=True)
 class Needs:
     by_dev: dict[int, Need] = field(default_factory=dict)
-    _dev_of: dict[Path, int] = field(default_factory=dict)
+    _dev_of: dict[str, int] = field(default_factory=dict)
 
-    def on(self, path: Path) -> Need:
-        if path not in self._dev_of:
-            self._dev_of[path] = os.stat(path).st_dev
-        return self.by_dev.setdefault(self._dev_of[path], Need(path))
+    def on(self, path: str | Path) -> Need:
+        key = str(path)
+        if key not in self._dev_of:
+            self._dev_of[key] = os.stat(key).st_dev
+        return self.by_dev.setdefault(self._dev_of[key], Need(Path(key)))
 
 
 def _rounded(n: int) -> int:
     return -(-n // _BLOCK) * _BLOCK
 
 
-def _size(path: Path) -> int:
+def _size(path: str) -> int:
     try:
         return os.lstat(path).st_size
     except FileNotFoundError:
         return 0
 
 
-def _links(path: Path) -> int:
+def _links(path: str) -> int:
     try:
         return os.lstat(path).st_nlink
     except FileNotFoundError:
@@ -69,13 +70,11 @@ def needs_of(steps: list[Step], staged: dict[str, bytes], quarantine: Path) -> N
     needs = Needs()
     q = needs.on(_existing_ancestor(quarantine))
     q.add(_SLACK_BYTES + sum(len(b) for b in staged.values()) + _RECORD_BYTES * 2 * len(steps), 4 + len(staged))
-    cut_at: dict[tuple[str, str], int] = {}
     for step in steps:
-        path = Path(step.dir) / step.name
-        d = needs.on(Path(step.dir))
+        path = os.path.join(step.dir, step.name)
+        d = needs.on(step.dir)
         if isinstance(step, CutTail):
             q.add(max(0, _size(path) - step.size))
-            cut_at[(step.dir, step.name)] = step.size
             if _links(path) > 1:  # the cut copy is a new file beside the other name's
                 d.add(step.size)
         elif isinstance(step, RemoveFile):
@@ -129,19 +128,19 @@ def _check_no_links(steps: list[Step]) -> None:
     for s in steps:
         for name in s.names():
             try:
-                st = os.lstat(Path(s.dir) / name)
+                st = os.lstat(os.path.join(s.dir, name))
             except FileNotFoundError:
                 continue
             if not stat.S_ISREG(st.st_mode):
                 kind = "a symlink" if stat.S_ISLNK(st.st_mode) else "not a regular file"
-                raise PreflightRefused(f"{Path(s.dir) / name} is {kind}; logtool does not write through it")
+                raise PreflightRefused(f"{os.path.join(s.dir, name)} is {kind}; logtool does not write through it")
 
 
 def _check_writable(steps: list[Step], quarantine: Path) -> None:
     """Directories the repair writes into, as this user: a repair that is not root can give new files only its
     own owner, so it refuses files it does not own (the broker could not open what it wrote)."""
     root = os.geteuid() == 0
-    dirs = {Path(s.dir) for s in steps} | {_existing_ancestor(quarantine)}
+    dirs = {Path(d) for d in {s.dir for s in steps}} | {_existing_ancestor(quarantine)}
     for d in sorted(dirs):
         if not os.access(d, os.W_OK | os.X_OK):
             raise PreflightRefused(f"{d} is not writable by this user; nothing was written")
@@ -150,11 +149,11 @@ def _check_writable(steps: list[Step], quarantine: Path) -> None:
     for s in steps:
         for name in s.names():
             try:
-                st = os.lstat(Path(s.dir) / name)
+                st = os.lstat(os.path.join(s.dir, name))
             except FileNotFoundError:
                 continue
             if st.st_uid != os.geteuid():
-                raise PreflightRefused(f"{Path(s.dir) / name} belongs to uid {st.st_uid}: run the repair as "
+                raise PreflightRefused(f"{os.path.join(s.dir, name)} belongs to uid {st.st_uid}: run the repair as "
                                        f"that user or as root; nothing was written")
 
 

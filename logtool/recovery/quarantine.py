@@ -22,12 +22,12 @@ import secrets
 import stat
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from logtool import __version__
 from logtool.recovery.errors import RepairRefused
-from logtool.recovery.writer import CHUNK, FileMeta, PartitionDir, write_all
+from logtool.recovery.writer import CHUNK, FileMeta, PartitionDir, flush_filesystem, write_all
 
 MANIFEST = "manifest.jsonl"
 FILES = "files"
@@ -59,6 +59,9 @@ class Entry:
     truncated_to: int | None = None  # "truncated": the size the repair left
     after_sha256: str | None = None  # what the repair left; None for "removed" (nothing is left)
 
+    def to_json(self) -> dict:
+        return {f: getattr(self, f) for f in ENTRY_FIELDS}
+
     @property
     def key(self) -> tuple[str, str, str]:
         return self.log_dir, self.partition, self.name
@@ -76,6 +79,9 @@ class Entry:
         if self.uid is None or self.gid is None or self.mode is None or self.mtime_ns is None:
             return None
         return FileMeta(self.size, self.uid, self.gid, self.mode, self.mtime_ns, 1)
+
+
+ENTRY_FIELDS = tuple(f.name for f in fields(Entry))
 
 
 @dataclass(slots=True)
@@ -107,8 +113,10 @@ class QuarantineRun:
         append_line(path / MANIFEST, header, create=True)
         return run
 
-    def _new_file(self, partition: str, name: str, suffix: str = "") -> tuple[str, int]:
-        rel = f"{FILES}/{stored_name(len(self.entries), partition or 'root', name + suffix)}"
+    def _new_file(self, partition: str, name: str, suffix: str = "", at: int | None = None) -> tuple[str, int]:
+        """A new file for kept bytes, for the entry that will be number `at` (the next one by default)."""
+        number = len(self.entries) if at is None else at
+        rel = f"{FILES}/{stored_name(number, partition or 'root', name + suffix)}"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
         try:
             return rel, os.open(self.path / rel, flags, 0o600)
@@ -119,18 +127,32 @@ class QuarantineRun:
 
     def keep_whole(self, pdir: PartitionDir, name: str, action: str) -> Entry:
         """Copy a whole file into the run (fsynced) before the repair replaces or removes it."""
-        meta = pdir.existing(name)
-        rel, out = self._new_file(pdir.partition, name)
-        digest = hashlib.sha256()
-        try:
-            for chunk in pdir.chunks(name):
-                digest.update(chunk)
-                write_all(out, chunk)
-            os.fsync(out)
-        finally:
-            os.close(out)
-        return self._add(Entry(str(pdir.log_dir), pdir.partition, name, action, rel, meta.size, digest.hexdigest(),
-                               meta.uid, meta.gid, meta.mode, meta.mtime_ns))
+        return self.keep_many([(pdir, name)], action)[0]
+
+    def keep_many(self, files: list[tuple[PartitionDir, str]], action: str) -> list[Entry]:
+        """Copy whole files into the run before the repair removes them: the copies made durable by one flush
+        of the quarantine's filesystem and recorded by one manifest append, however many they are."""
+        entries = []
+        for i, (pdir, name) in enumerate(files):
+            meta = pdir.existing(name)
+            rel, out = self._new_file(pdir.partition, name, at=len(self.entries) + i)
+            digest = hashlib.sha256()
+            try:
+                for chunk in pdir.chunks(name):
+                    digest.update(chunk)
+                    write_all(out, chunk)
+                if len(files) == 1:
+                    os.fsync(out)
+                elif i == len(files) - 1:
+                    flush_filesystem(out)
+            finally:
+                os.close(out)
+            entries.append(Entry(str(pdir.log_dir), pdir.partition, name, action, rel, meta.size, digest.hexdigest(),
+                                 meta.uid, meta.gid, meta.mode, meta.mtime_ns))
+        append_lines(self.path / MANIFEST, [{"entry": e.to_json()} for e in entries])
+        for e in entries:
+            self._index(e)
+        return entries
 
     def keep_tail(self, pdir: PartitionDir, name: str, keep: int) -> Entry:
         """Copy the bytes of a file from `keep` on into the run (fsynced) before the file is cut there. The
@@ -161,7 +183,7 @@ class QuarantineRun:
         append_line(self.path / MANIFEST, {"after": self._position[id(entry)], "sha256": sha256})
 
     def _add(self, entry: Entry) -> Entry:
-        append_line(self.path / MANIFEST, {"entry": asdict(entry)})
+        append_line(self.path / MANIFEST, {"entry": entry.to_json()})
         self._index(entry)
         return entry
 
@@ -217,10 +239,15 @@ def refuse_inside(root: Path, log_dirs: list[Path]) -> None:
 
 def append_line(path: Path, record: dict, create: bool = False) -> None:
     """One JSON line appended and fsynced (with the directory, when the file is new)."""
+    append_lines(path, [record], create)
+
+
+def append_lines(path: Path, records: list[dict], create: bool = False) -> None:
+    """JSON lines appended in one write and fsynced (with the directory, when the file is new)."""
     flags = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | (os.O_CREAT | os.O_EXCL if create else 0)
     fd = os.open(path, flags, 0o600)
     try:
-        write_all(fd, (json.dumps(record) + "\n").encode("utf-8", "surrogateescape"))
+        write_all(fd, "".join(json.dumps(r) + "\n" for r in records).encode("utf-8", "surrogateescape"))
         os.fsync(fd)
     finally:
         os.close(fd)

@@ -63,15 +63,16 @@ def restore(run_dir: Path, force: bool = False) -> Restored:
             journal = Journal.create(journal_path, {"restore": str(run.path), "steps": len(steps), "force": force})
             session.step_done()
         execute(session, journal, steps, finish=finish, undo=None)
-        for e in run.first_entries():
-            pdir = _dir_of(session, e)
-            if e.action != "created" and pdir.sha256(e.name) != e.sha256:
-                raise QuarantineError(f"{e.original} does not match its recorded sha256 after the restore")
         try:
+            for e in run.first_entries():
+                pdir = _dir_of(session, e)
+                if e.action != "created" and pdir.sha256(e.name) != e.sha256:
+                    raise QuarantineError(f"{e.original} does not match its recorded sha256 after the restore")
             run.mark_restored()
-        except OSError as e:
-            raise RepairStopped(f"every file is back, but {run.path} could not be marked restored "
-                                f"({e.strerror or e}): run `{finish}` again") from None
+        except OSError as err:
+            where = f"{err.filename}: " if err.filename else ""
+            raise RepairStopped(f"{where}{err.strerror or err}: every file was put back, but the restore could not "
+                                f"be checked and marked done: finish it with `{finish}`") from None
     return Restored(run, run.first_entries())
 
 

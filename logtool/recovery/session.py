@@ -36,6 +36,7 @@ class Session:
         self._run: QuarantineRun | None = None
         self._locks: LockSet | None = None
         self._dirs: dict[tuple[str, str], PartitionDir] = {}
+        self._by_name: dict[tuple[str, bool], PartitionDir] = {}
         self._steps = 0
         stop = os.environ.get(STOP_AT_ENV)
         self._stop_at = int(stop) if stop else None
@@ -66,6 +67,7 @@ class Session:
         for d in self._dirs.values():
             d.close()
         self._dirs.clear()
+        self._by_name.clear()
         if self._locks is not None:
             self._locks.release()
         self._restore_handlers()
@@ -78,6 +80,15 @@ class Session:
         for sig, handler in self._handlers.items():
             signal.signal(sig, handler)  # type: ignore[arg-type]
         self._handlers.clear()
+
+    def directory(self, path: str, root: bool) -> PartitionDir:
+        """A step's directory by its journaled name: a log dir's root, or a partition dir. (Looked up by
+        string first: a repair of 50,000 files asks for it 100,000 times.)"""
+        found = self._by_name.get((path, root))
+        if found is None:
+            found = self._by_name[(path, root)] = self.log_dir_root(Path(path)) if root else \
+                self.partition_dir(Path(path))
+        return found
 
     def partition_dir(self, path: Path) -> PartitionDir:
         """A partition dir, opened once for the session."""

@@ -9,12 +9,12 @@ its file by name in it.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from logtool.recovery.quarantine import Entry, QuarantineError, QuarantineRun, stored_chunks
-from logtool.recovery.writer import PartitionDir
+from logtool.recovery.writer import PartitionDir, flush_filesystem
 
 if TYPE_CHECKING:
     from logtool.recovery.session import Session
@@ -28,18 +28,25 @@ class Step:
     root: bool  # the directory is a log dir (its checkpoints), not a partition dir
 
     def to_json(self) -> dict:
-        return {"op": self.op, **asdict(self)}
+        return {"op": self.op, **{f.name: getattr(self, f.name) for f in fields(self)}}
 
     def pdir(self, session: "Session") -> PartitionDir:
-        directory = Path(self.dir)
-        return session.log_dir_root(directory) if self.root else session.partition_dir(directory)
+        return session.directory(self.dir, self.root)
 
     def names(self) -> tuple[str, ...]:
         """The files of its directory the step reads or writes."""
         return (self.name,)
 
+    # Steps of a grouped type run many at a time (run_group): their copies made durable by one flush, their
+    # manifest records by one append, their journal by one mark. A group is redone whole after a stop.
+    grouped: ClassVar[bool] = False
+
     def run(self, session: "Session") -> None:
         raise NotImplementedError
+
+    def size_hint(self, session: "Session") -> int:
+        """Roughly the bytes the step copies (a group is bounded by them, so that a signal is soon heeded)."""
+        return 0
 
 
 @dataclass(slots=True, frozen=True)
@@ -65,14 +72,29 @@ class RemoveFile(Step):
     a leftover the loader deletes."""
 
     op: ClassVar[str] = "remove"
+    grouped: ClassVar[bool] = True
 
     def run(self, session: "Session") -> None:
-        run, pdir = session.run, self.pdir(session)
-        if run.find(pdir, self.name) is None and pdir.meta(self.name) is not None:
-            run.keep_whole(pdir, self.name, "removed")
+        RemoveFile.run_group(session, [self])
+
+    def size_hint(self, session: "Session") -> int:
+        meta = self.pdir(session).meta(self.name)
+        return meta.size if meta is not None else 0
+
+    @staticmethod
+    def run_group(session: "Session", steps: list["Step"]) -> None:
+        run = session.run
+        where = [(s.pdir(session), s.name) for s in steps]
+        todo = [(pdir, name) for pdir, name in where if run.find(pdir, name) is None and pdir.meta(name) is not None]
+        if todo:
+            run.keep_many(todo, "removed")
             session.step_done()
-        if pdir.meta(self.name) is not None:
-            pdir.unlink(self.name)
+        for pdir, name in where:
+            if pdir.meta(name) is not None:
+                pdir.unlink(name, sync=False)
+                session.step_done()
+        for pdir in {id(p): p for p, _ in where}.values():
+            pdir.fsync()
 
 
 @dataclass(slots=True, frozen=True)
@@ -138,25 +160,42 @@ class PutBack(Step):
     created; append a cut tail; rename a kept copy over), with its owner, group, mode and mtime."""
 
     op: ClassVar[str] = "put back"
+    grouped: ClassVar[bool] = True
     entry: int  # its place in the manifest
 
     def run(self, session: "Session") -> None:
-        run: QuarantineRun = session.run
+        PutBack.run_group(session, [self])
+
+    def size_hint(self, session: "Session") -> int:
+        return session.run.entries[self.entry].size
+
+    @staticmethod
+    def run_group(session: "Session", steps: list["Step"]) -> None:
+        dirs: dict[int, PartitionDir] = {}
+        for step in steps:
+            assert isinstance(step, PutBack)
+            pdir = step.pdir(session)
+            dirs[id(pdir)] = pdir
+            step._put_back(session.run, pdir)
+        for pdir in dirs.values():  # every file of the group durable before the journal says so
+            flush_filesystem(pdir.fd)
+            pdir.fsync()
+
+    def _put_back(self, run: QuarantineRun, pdir: PartitionDir) -> None:
         e = run.entries[self.entry]
-        pdir = self.pdir(session)
         if e.action == "created":
             if pdir.meta(e.name) is not None:
-                pdir.unlink(e.name)
+                pdir.unlink(e.name, sync=False)
             return
         meta = e.meta
         if meta is None:
             raise QuarantineError(f"{run.path}: the entry of {e.original} has no owner or mode recorded")
         if e.action == "truncated":
             assert e.truncated_to is not None
-            pdir.put_tail(e.name, e.truncated_to, stored_chunks(run, e))
+            pdir.put_tail(e.name, e.truncated_to, stored_chunks(run, e), sync=False)
         else:
-            pdir.replace(e.name, stored_chunks(run, e), meta)
-        pdir.set_meta(e.name, meta)
+            pdir.replace(e.name, stored_chunks(run, e), meta, sync=False)
+        pdir.set_meta(e.name, meta, sync=False)
 
     @classmethod
     def of(cls, run: QuarantineRun, index: int) -> "PutBack":
