@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
+import threading
 from importlib import import_module
 
 import click
@@ -16,6 +18,10 @@ from logtool.commands.options import epilog
 
 class _ReaderGone(Exception):
     """stdout's reader went away during a command."""
+
+
+class _Terminated(BaseException):
+    """SIGTERM arrived (a BaseException, like KeyboardInterrupt, so that no `except Exception` swallows it)."""
 
 
 # Each command's module, imported only when that command is asked for: starting one command does not pay
@@ -74,8 +80,15 @@ def _error_object(error: str, message: str, rc: int) -> None:
     sys.stdout.write(json.dumps({"type": "error", "error": error, "message": message, "exit_code": rc}) + "\n")
 
 
+def _terminate(signum: int, frame: object) -> None:
+    raise _Terminated()
+
+
 def main(argv: list[str] | None = None) -> None:
     words = sys.argv[1:] if argv is None else argv
+    # SIGTERM ends a command as Ctrl-C does, with its line (a repair defers both to the end of a step).
+    if threading.current_thread() is threading.main_thread():  # only the main thread may set a handler
+        signal.signal(signal.SIGTERM, _terminate)
     failed: tuple[str, str] | None = None  # (class, message) of an error that ended the command
     try:
         rc = cli.main(args=argv, prog_name="logtool", standalone_mode=False)
@@ -85,9 +98,12 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{e.ctx.get_usage()}\nTry '{e.ctx.command_path} --help' for help.\n", file=sys.stderr)
         print(f"logtool: {e.format_message()}", file=sys.stderr)
         rc, failed = exitcodes.USAGE, ("usage", e.format_message())
-    except click.Abort:
-        click.echo("Aborted.", err=True)
-        rc, failed = exitcodes.OPERATIONAL, ("operational", "aborted")
+    except (click.Abort, KeyboardInterrupt):  # click turns a Ctrl-C inside a command into Abort
+        print("logtool: interrupted (SIGINT)", file=sys.stderr)
+        rc, failed = exitcodes.OPERATIONAL, ("operational", "interrupted")
+    except _Terminated:
+        print("logtool: terminated (SIGTERM)", file=sys.stderr)
+        rc, failed = 128 + signal.SIGTERM, ("operational", "terminated")
     except click.ClickException as e:
         print(f"logtool: {e.format_message()}", file=sys.stderr)  # one prefix for every error of ours
         rc = e.exit_code if isinstance(e, Failure) else exitcodes.OPERATIONAL
@@ -99,9 +115,6 @@ def main(argv: list[str] | None = None) -> None:
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
         rc = exitcodes.CLEAN
-    except KeyboardInterrupt:
-        print("logtool: interrupted", file=sys.stderr)
-        rc, failed = exitcodes.OPERATIONAL, ("operational", "interrupted")
     except Exception as e:  # a bug of ours: one line for the user, the traceback on request
         if os.environ.get("LOGTOOL_DEBUG"):
             raise

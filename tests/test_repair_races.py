@@ -301,6 +301,9 @@ def test_hard_linked_files_are_never_written_through(spec, reference, tmp_path):
         os.link(pdir / n, outside / n)
         assert (outside / n).stat().st_nlink == 2
     before = {n: identity(outside / n) for n in linked}
+    preview = logtool("truncate", "--format", "json", pdir)  # the plan says the cut is not made in place
+    notes = json.loads(preview.stdout)["partitions"][0]["notes"]
+    assert [n for n in notes if linked[0] in n and "hard links" in n], notes
 
     r = apply(pdir, q)
     assert r.returncode == EXIT_REPAIRED, r.stderr
@@ -556,3 +559,18 @@ def test_a_symlinked_log_dir_is_accepted(spec, reference, tmp_path):
     if plain is not None and plain == indexes.originals:
         problems.append("index rebuild rewrote nothing")
     assert not problems, "\n".join(problems)
+
+
+# --------------------------------------------------------------------------------------------- the closed set
+
+def test_every_fix_and_every_action_has_its_steps():
+    """The plan's actions are a closed set, each carried out by its own steps (a kind without them is a
+    KeyError here, never an executor's fallback), and every fix a finding names is answered by actions."""
+    from logtool.findings import Fix
+    from logtool.recovery.steps import STEP_TYPES
+    from logtool.recovery.truncate import FIX_ACTIONS, STEPS_OF
+    from logtool.recovery.truncate_plan import ActionKind
+
+    assert set(STEPS_OF) == set(ActionKind)
+    assert set(FIX_ACTIONS) == set(Fix) and all(FIX_ACTIONS.values())
+    assert set(STEP_TYPES) == {"cut", "remove", "write", "split", "put back"}

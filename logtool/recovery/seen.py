@@ -12,7 +12,7 @@ from pathlib import Path
 
 from logtool.store.layout import LOGTOOL_TEMP
 
-FileFacts = tuple[int, int, int, int]  # inode, size, mtime_ns, ctime_ns
+FileFacts = tuple[int, int, int, int, int]  # inode, size, mtime_ns, ctime_ns, links
 
 
 @dataclass(slots=True, frozen=True)
@@ -48,6 +48,10 @@ class Seen:
                 out.append(f"{self.path / name} was modified")
         return out
 
+    def links(self, name: str) -> int:
+        facts = self.files.get(name)
+        return facts[4] if facts is not None else 1
+
 
 def look(path: Path, only: Iterable[str] | None = None) -> Seen:
     """The facts of a directory and its entries (or only the names in `only`), never following a symlink.
@@ -60,7 +64,8 @@ def look(path: Path, only: Iterable[str] | None = None) -> Seen:
             if (names is not None and entry.name not in names) or LOGTOOL_TEMP.match(entry.name):
                 continue
             s = entry.stat(follow_symlinks=False)
-            files[entry.name] = (s.st_ino, s.st_size if stat.S_ISREG(s.st_mode) else -1, s.st_mtime_ns, s.st_ctime_ns)
+            files[entry.name] = (s.st_ino, s.st_size if stat.S_ISREG(s.st_mode) else -1, s.st_mtime_ns, s.st_ctime_ns,
+                                 s.st_nlink)
     return Seen(path, st.st_dev, st.st_ino, files, names)
 
 

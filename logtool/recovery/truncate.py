@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from logtool.recovery.executor import Applied, carry_out
+from logtool.findings import Fix
+from logtool.recovery.executor import Applied, carry_out, staged_write
 from logtool.recovery.steps import CutTail, RemoveFile, SplitOff, Step
-from logtool.recovery.executor import staged_write
 from logtool.recovery.truncate_plan import Action, ActionKind, RepairPlan
 
 LABEL = "truncate"
@@ -53,6 +53,19 @@ STEPS_OF: dict[ActionKind, StepsOf] = {
     ActionKind.REBUILD_INDEXES: _rewrite,
     ActionKind.DROP_LEADER_EPOCHS: _rewrite,
     ActionKind.TRIM_CHECKPOINT: _rewrite,
+}
+
+
+# The actions that answer each kind of finding's fix (findings.Fix): what the plan may hold for it.
+FIX_ACTIONS: dict[Fix, tuple[ActionKind, ...]] = {
+    Fix.TRUNCATE: (ActionKind.TRUNCATE, ActionKind.QUARANTINE_SEGMENT, ActionKind.EXCISE, ActionKind.SPLIT_OFF),
+    Fix.TRUNCATE_STRICT: (ActionKind.TRUNCATE, ActionKind.QUARANTINE_SEGMENT, ActionKind.EXCISE,
+                          ActionKind.SPLIT_OFF),
+    Fix.REBUILD_INDEXES: (ActionKind.REBUILD_INDEXES,),
+    Fix.LEFTOVER: (ActionKind.HANDLE_LEFTOVER,),
+    Fix.LEADER_EPOCHS: (ActionKind.DROP_LEADER_EPOCHS,),
+    Fix.SNAPSHOTS: (ActionKind.REMOVE_SNAPSHOT,),
+    Fix.CHECKPOINTS: (ActionKind.TRIM_CHECKPOINT,),
 }
 
 

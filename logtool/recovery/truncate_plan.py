@@ -488,6 +488,7 @@ def plan_repair(paths: list[Path], strict: bool, interval: int, excise: bool = F
             result.problems.append(f"{t.path}: {e.strerror or e}")
             continue
         planned.seen = seen
+        _note_links(planned, seen)
         if planned.unreadable:  # a plan blind to a file could drop or keep the wrong bytes: none is made
             result.problems.append(f"{t.path}: not planned: {'; '.join(planned.unreadable)}")
         else:
@@ -495,6 +496,15 @@ def plan_repair(paths: list[Path], strict: bool, interval: int, excise: bool = F
     result.problems[:0] = [f"{f.file}: {f.message}" for f in report.findings]
     _plan_checkpoints(result, {Path(ld.path).absolute(): ld for ld in report.log_dirs})
     return result
+
+
+def _note_links(plan: PartitionPlan, seen: Seen) -> None:
+    """A file the repair cuts that has other names too (a backup made with hard links) is never cut in place:
+    the plan says so, since the file under this name becomes a new inode."""
+    for a in plan.changes:
+        if a.action is ActionKind.TRUNCATE and seen.links(a.files[0]) > 1:
+            plan.notes.append(f"{a.files[0]} has {seen.links(a.files[0])} names (hard links): it is not cut in "
+                              f"place; the cut copy replaces this name and the other names keep every byte")
 
 
 # Kafka corrects these on load when they lie past the log end (the recovery point is lowered to it, the high
