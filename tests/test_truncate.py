@@ -43,6 +43,7 @@ from conftest import KAFKA_WRITTEN, LOGTOOL, kafka_case, require
 from logtool.recovery import quarantine
 from logtool.recovery.truncate_plan import plan_repair
 from logtool.rules.expected_index import DEFAULT_INDEX_INTERVAL_BYTES
+from logtool.store.layout import LOGTOOL_TEMP
 
 require(KAFKA_WRITTEN)
 
@@ -535,7 +536,15 @@ def kill_point(s: Spec, ref: dict[str, str], k: int, root: Path) -> tuple[bool, 
         shutil.rmtree(base)
         return False, [] if ok else [f"k={k}: the run that was not killed ended with {first.returncode} "
                                      f"{first.stderr.strip()}"]
-    return True, resume_and_restore(s, ref, base, f"k={k}")
+    return True, halfway(s, ref, tree(pdir), f"k={k}") + resume_and_restore(s, ref, base, f"k={k}")
+
+
+def halfway(s: Spec, ref: dict[str, str], now: dict[str, str], label: str) -> list[str]:
+    """Killed anywhere, every file of the partition is either as it was or as the uninterrupted repair leaves
+    it (a step never leaves a file half-changed; logtool's own temporary files aside, which a rerun sweeps)."""
+    torn = [n for n in set(now) | set(ref) | set(s.originals)
+            if not LOGTOOL_TEMP.match(n) and now.get(n) not in (s.originals.get(n), ref.get(n))]
+    return [f"{label}: left half-changed: {sorted(torn)}"] if torn else []
 
 
 @pytest.mark.parametrize("case", KILL_CASES)
