@@ -573,4 +573,4 @@ def test_every_fix_and_every_action_has_its_steps():
 
     assert set(STEPS_OF) == set(ActionKind)
     assert set(FIX_ACTIONS) == set(Fix) and all(FIX_ACTIONS.values())
-    assert set(STEP_TYPES) == {"cut", "remove", "write", "split", "put back"}
+    assert set(STEP_TYPES) == {"cut", "remove", "write", "split", "move dir", "put back"}

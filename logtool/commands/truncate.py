@@ -59,7 +59,7 @@ def command(paths, do_apply: bool, quarantine: Path, strict: bool, excise: bool,
     for line in plan.problems:
         print(f"logtool: {line}", file=sys.stderr)
     applied = None
-    if do_apply and plan.pending:
+    if do_apply and plan.has_changes:
         options = ["--strict"] * strict + ["--excise"] * excise + ["--index-interval-bytes", index_interval_bytes]
         again = command_line("truncate", "--apply", "--quarantine", quarantine, *options, *paths)
         with writing():
@@ -69,7 +69,7 @@ def command(paths, do_apply: bool, quarantine: Path, strict: bool, excise: bool,
     elif applied or resumed:
         rc = exitcodes.REPAIRED
     else:
-        rc = exitcodes.PROBLEMS if plan.pending else exitcodes.CLEAN
+        rc = exitcodes.PROBLEMS if plan.has_changes else exitcodes.CLEAN
     if fmt == "json":
         emit_json({**plan.to_dict(), "applied": applied is not None, "run": str(applied.run) if applied else None,
                    "exit_code": rc})

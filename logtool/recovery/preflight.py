@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from logtool.recovery.errors import RepairRefused
-from logtool.recovery.steps import CutTail, RemoveFile, SplitOff, Step, WriteFile
+from logtool.recovery.steps import CutTail, MoveDir, RemoveFile, SplitOff, Step, WriteFile
 
 # The manifest and journal lines a step costs (generously: names of up to 255 bytes, JSON and hashes).
 _RECORD_BYTES = 1024
@@ -58,6 +58,14 @@ def _size(path: str) -> int:
         return 0
 
 
+def _tree_size(path: str) -> int:
+    total = 0
+    for d, dirs, files in os.walk(path):
+        for n in dirs + files:
+            total += _rounded(_size(os.path.join(d, n))) + 512
+    return total
+
+
 def _links(path: str) -> int:
     try:
         return os.lstat(path).st_nlink
@@ -87,6 +95,8 @@ def needs_of(steps: list[Step], staged: dict[str, bytes], quarantine: Path) -> N
             d.peak = max(d.peak, _rounded(min(old, new)))  # the temp copy before the rename frees the old one
         elif isinstance(step, SplitOff):
             d.add(step.end - step.start)
+        elif isinstance(step, MoveDir):
+            q.add(_tree_size(path) + _BLOCK)  # the archive: its files and a header each
     return needs
 
 

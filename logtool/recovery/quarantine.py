@@ -20,6 +20,7 @@ import json
 import os
 import secrets
 import stat
+import tarfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
@@ -36,7 +37,7 @@ RESTORED = "restored"  # written into a run that `restore` undid: such a run is 
 NAME_MAX = 255  # bytes, for any one name on Linux filesystems
 _READABLE_MAX = 160  # bytes of the original's names kept readable in a stored file's name
 
-ACTIONS = ("replaced", "removed", "truncated", "created")
+ACTIONS = ("replaced", "removed", "truncated", "created", "removed dir")  # "removed dir": kept as a tar archive
 
 
 class QuarantineError(RepairRefused):
@@ -173,6 +174,26 @@ class QuarantineRun:
         return self._add(Entry(str(pdir.log_dir), pdir.partition, name, "truncated", rel, meta.size, digest.hexdigest(),
                                meta.uid, meta.gid, meta.mode, meta.mtime_ns, truncated_to=keep,
                                after_sha256=after.hexdigest()))
+
+    def keep_tree(self, root: PartitionDir, name: str) -> Entry:
+        """Archive a directory of the log dir (every entry in it, never following a symlink; owners, modes and
+        mtimes kept) into the run before the repair removes it: a directory the broker refuses to start
+        with, such as `lost+found`."""
+        st = os.stat(name, dir_fd=root.fd, follow_symlinks=False)
+        rel, out = self._new_file("root", name, ".tar")
+        try:
+            with os.fdopen(os.dup(out), "wb") as f, tarfile.open(fileobj=f, mode="w", format=tarfile.PAX_FORMAT) as tar:
+                tar.add(str(root.path / name), arcname=name, recursive=True)
+            os.fsync(out)
+            size = os.fstat(out).st_size
+        finally:
+            os.close(out)
+        digest = hashlib.sha256()
+        with open(self.path / rel, "rb") as f:
+            while chunk := f.read(CHUNK):
+                digest.update(chunk)
+        return self._add(Entry(str(root.log_dir), "", name, "removed dir", rel, size, digest.hexdigest(),
+                               st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode), st.st_mtime_ns))
 
     def record_created(self, pdir: PartitionDir, name: str) -> Entry:
         """Record a file the repair is about to create, so that restore removes it."""
@@ -344,6 +365,11 @@ def check_names(run: QuarantineRun) -> None:
 def is_plain_name(name: object) -> bool:
     """One entry of a directory: no separator, not `.` or `..`, not empty."""
     return isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\0" not in name
+
+
+def stored_path(run: QuarantineRun, entry: Entry) -> Path:
+    assert entry.stored is not None
+    return run.path / entry.stored
 
 
 def stored_chunks(run: QuarantineRun, entry: Entry, start: int = 0, end: int | None = None) -> Iterator[bytes]:

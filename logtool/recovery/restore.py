@@ -66,7 +66,10 @@ def restore(run_dir: Path, force: bool = False) -> Restored:
         try:
             for e in run.first_entries():
                 pdir = _dir_of(session, e)
-                if e.action != "created" and pdir.sha256(e.name) != e.sha256:
+                if e.action == "removed dir":
+                    if pdir.kind(e.name) != "dir":
+                        raise QuarantineError(f"{e.original} is not back after the restore")
+                elif e.action != "created" and pdir.sha256(e.name) != e.sha256:
                     raise QuarantineError(f"{e.original} does not match its recorded sha256 after the restore")
             run.mark_restored()
         except OSError as err:
@@ -128,6 +131,8 @@ def _check_kept_bytes(session: Session, run: QuarantineRun) -> dict[tuple[str, s
 def _as_repair_left(session: Session, last: Entry, first: Entry, known: dict[tuple[str, str, str], str]) -> bool:
     """Whether the file is now what the run's last change to it (`last`) left."""
     pdir = _dir_of(session, first)
+    if first.action == "removed dir":  # gone, or still there (a repair stopped before it removed it)
+        return pdir.kind(first.name) in (None, "dir")
     meta = pdir.meta(first.name)
     if meta is None:
         return last.action == "removed" or first.action == "created"

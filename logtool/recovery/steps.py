@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from logtool.recovery.quarantine import Entry, QuarantineError, QuarantineRun, stored_chunks
+from logtool.recovery.quarantine import Entry, QuarantineError, QuarantineRun, stored_chunks, stored_path
 from logtool.recovery.writer import PartitionDir, flush_filesystem
 
 if TYPE_CHECKING:
@@ -155,6 +155,29 @@ class SplitOff(Step):
 
 
 @dataclass(slots=True, frozen=True)
+class MoveDir(Step):
+    """Move a directory of a log dir (one the broker refuses to start with) into the quarantine: archived
+    whole, then removed without following a symlink."""
+
+    op: ClassVar[str] = "move dir"
+
+    def names(self) -> tuple[str, ...]:
+        return ()  # no file of the log dir is written: the directory is looked at by kind below
+
+    def run(self, session: "Session") -> None:
+        run, root = session.run, self.pdir(session)
+        kind = root.kind(self.name)
+        if kind not in ("dir", None):
+            raise QuarantineError(f"{root.path / self.name} is not a directory; it was not moved")
+        present = kind == "dir"
+        if run.find(root, self.name) is None and present:
+            run.keep_tree(root, self.name)
+            session.step_done()
+        if present:
+            root.remove_tree(self.name)
+
+
+@dataclass(slots=True, frozen=True)
 class PutBack(Step):
     """Restore: put one manifest entry's file back as it was before the repair (remove a file the repair
     created; append a cut tail; rename a kept copy over), with its owner, group, mode and mtime."""
@@ -183,6 +206,11 @@ class PutBack(Step):
 
     def _put_back(self, run: QuarantineRun, pdir: PartitionDir) -> None:
         e = run.entries[self.entry]
+        if e.action == "removed dir":
+            # extracted over whatever is there: the directory of a repair stopped before it removed it, or of a
+            # restore stopped half-way through extracting it; nothing else in it is removed
+            pdir.extract(stored_path(run, e))
+            return
         if e.action == "created":
             if pdir.meta(e.name) is not None:
                 pdir.unlink(e.name, sync=False)
@@ -209,7 +237,7 @@ def _staged_chunks(run: QuarantineRun, rel: str):
             yield chunk
 
 
-STEP_TYPES: dict[str, type[Step]] = {t.op: t for t in (CutTail, RemoveFile, WriteFile, SplitOff, PutBack)}
+STEP_TYPES: dict[str, type[Step]] = {t.op: t for t in (CutTail, RemoveFile, WriteFile, SplitOff, MoveDir, PutBack)}
 
 
 def from_json(doc: dict) -> Step:

@@ -4,11 +4,12 @@ unfinished run of the same partitions and finishes it from its journal; `restore
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from logtool.findings import Fix
 from logtool.recovery.executor import Applied, carry_out, staged_write
-from logtool.recovery.steps import CutTail, RemoveFile, SplitOff, Step
+from logtool.recovery.steps import CutTail, MoveDir, RemoveFile, SplitOff, Step
 from logtool.recovery.truncate_plan import Action, ActionKind, RepairPlan
 
 LABEL = "truncate"
@@ -36,6 +37,10 @@ def _rewrite(where: Path, a: Action, staged: dict[str, bytes]) -> list[Step]:
     return [staged_write(where, name, data, Path(name).stem + ".log", staged) for name, data in a.new_contents.items()]
 
 
+def _move_dir(where: Path, a: Action, staged: dict[str, bytes]) -> list[Step]:
+    return [MoveDir(str(where), name, True) for name in a.files]
+
+
 def _nothing(where: Path, a: Action, staged: dict[str, bytes]) -> list[Step]:
     return []
 
@@ -53,6 +58,8 @@ STEPS_OF: dict[ActionKind, StepsOf] = {
     ActionKind.REBUILD_INDEXES: _rewrite,
     ActionKind.DROP_LEADER_EPOCHS: _rewrite,
     ActionKind.TRIM_CHECKPOINT: _rewrite,
+    ActionKind.MOVE_DIR: _move_dir,
+    ActionKind.REMOVE_TMP: _remove,
 }
 
 
@@ -62,10 +69,11 @@ FIX_ACTIONS: dict[Fix, tuple[ActionKind, ...]] = {
     Fix.TRUNCATE_STRICT: (ActionKind.TRUNCATE, ActionKind.QUARANTINE_SEGMENT, ActionKind.EXCISE,
                           ActionKind.SPLIT_OFF),
     Fix.REBUILD_INDEXES: (ActionKind.REBUILD_INDEXES,),
-    Fix.LEFTOVER: (ActionKind.HANDLE_LEFTOVER,),
+    Fix.LEFTOVER: (ActionKind.HANDLE_LEFTOVER, ActionKind.REMOVE_TMP),
     Fix.LEADER_EPOCHS: (ActionKind.DROP_LEADER_EPOCHS,),
     Fix.SNAPSHOTS: (ActionKind.REMOVE_SNAPSHOT,),
     Fix.CHECKPOINTS: (ActionKind.TRIM_CHECKPOINT,),
+    Fix.MOVE_OUT: (ActionKind.MOVE_DIR,),
 }
 
 
@@ -77,8 +85,11 @@ def steps_of(plan: RepairPlan) -> tuple[list[Step], dict[str, bytes]]:
     for p in plan.pending:
         for a in p.changes:
             steps += STEPS_OF[ActionKind(a.action)](p.partition, a, staged)
-    for log_dir, a in plan.log_dir_actions:
-        steps += [staged_write(log_dir, name, data, name, staged, root=True) for name, data in a.new_contents.items()]
+    for log_dir, a in plan.log_dir_actions:  # the log dirs' own files, once every partition is done
+        if a.new_contents:
+            steps += [staged_write(log_dir, name, data, name, staged, root=True) for name, data in a.new_contents.items()]
+        else:
+            steps += [replace(s, root=True) for s in STEPS_OF[ActionKind(a.action)](log_dir, a, staged)]
     return steps, staged
 
 

@@ -66,6 +66,8 @@ class ActionKind(StrEnum):
     REMOVE_SNAPSHOT = "remove producer snapshot"
     HANDLE_LEFTOVER = "handle leftover"
     TRIM_CHECKPOINT = "trim checkpoint entry"
+    MOVE_DIR = "move directory to quarantine"  # a directory the broker refuses to start with
+    REMOVE_TMP = "remove .tmp leftover"  # a checkpoint's interrupted rewrite, which Kafka ignores
 
 
 @dataclass(slots=True)
@@ -153,6 +155,11 @@ class RepairPlan:
     @property
     def pending(self) -> list[PartitionPlan]:
         return [p for p in self.partitions if p.changes]
+
+    @property
+    def has_changes(self) -> bool:
+        """Anything to do: a partition to repair, or a log dir's own entry (a refused dir, a .tmp leftover)."""
+        return bool(self.pending or self.log_dir_actions)
 
     @property
     def bytes_leaving(self) -> int:
@@ -495,6 +502,8 @@ def plan_repair(paths: list[Path], strict: bool, interval: int, excise: bool = F
             result.partitions.append(planned)
     result.problems[:0] = [f"{f.file}: {f.message}" for f in report.findings]
     _plan_checkpoints(result, {Path(ld.path).absolute(): ld for ld in report.log_dirs})
+    for ld in report.log_dirs:
+        _plan_log_dir_entries(result, ld)
     return result
 
 
@@ -515,6 +524,24 @@ _REPORTED_PAST_END = {
                                    "smaller than logStartOffset'): do not start it before this entry is fixed by hand",
     "cleaner-offset-checkpoint": "the cleaner resets to the log start and compacts the whole log again",
 }
+
+
+def _plan_log_dir_entries(result: RepairPlan, ld: LogDirReport) -> None:
+    """The log dir's own entries the broker refuses or ignores: a directory that is not a partition (the
+    broker refuses to start with it) goes to the quarantine; a checkpoint's .tmp leftover goes too."""
+    log_dir = Path(ld.path).resolve()
+    moved = [f.file for f in ld.findings if f.kind.fix is Fix.MOVE_OUT and f.file]
+    leftovers = [f.file for f in ld.findings if f.name == "TMP_LEFTOVER" and f.file]
+    if moved:
+        result.log_dir_actions.append((log_dir, Action(
+            ActionKind.MOVE_DIR, moved, detail=f"{', '.join(moved)}: the broker refuses to start with a directory "
+                                               f"that is not a partition in its log dir; kept whole in the quarantine")))
+    if leftovers:
+        result.log_dir_actions.append((log_dir, Action(
+            ActionKind.REMOVE_TMP, leftovers, detail=f"{', '.join(leftovers)}: an interrupted rewrite Kafka ignores "
+                                                     f"(the file it was to replace is whole); kept in the quarantine")))
+    if moved or leftovers:
+        result.log_dir_seen.append(look(log_dir, moved + leftovers))
 
 
 def _plan_checkpoints(result: RepairPlan, log_dirs: dict[Path, LogDirReport]) -> None:

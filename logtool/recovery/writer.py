@@ -16,7 +16,9 @@ import ctypes
 import hashlib
 import os
 import secrets
+import shutil
 import stat
+import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,6 +81,26 @@ class PartitionDir:
             kind = "a symlink" if stat.S_ISLNK(st.st_mode) else "not a regular file"
             raise WriteRefused(f"{self.path / name} is {kind}; logtool does not write through it")
         return FileMeta.of(st)
+
+    def kind(self, name: str) -> str | None:
+        """"file", "dir", "other" (a symlink among them) or None when nothing has the name."""
+        try:
+            st = os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+        return "file" if stat.S_ISREG(st.st_mode) else "dir" if stat.S_ISDIR(st.st_mode) else "other"
+
+    def remove_tree(self, name: str) -> None:
+        """Remove a directory and everything in it; shutil's fd-based walk never follows a symlink."""
+        shutil.rmtree(name, dir_fd=self.fd)
+        self.fsync()
+
+    def extract(self, archive: Path) -> None:
+        """Put back a directory archived by the quarantine: names that would leave this directory, links
+        and special files are refused by the tar filter; owners (as root), modes and mtimes come back."""
+        with tarfile.open(archive, "r") as tar:
+            tar.extractall(self.path, filter="tar")
+        self.fsync()
 
     def existing(self, name: str) -> FileMeta:
         """The metadata of a file that must be there. Raises FileNotFoundError."""

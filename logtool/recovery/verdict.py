@@ -1,0 +1,140 @@
+"""The verdict: the question on call, answered per log dir from a verify report. Would the broker start with
+this log dir (and if not, every reason, each with its fix)? What would its recovery do to each damaged
+partition (bytes cut, segments deleted, valid records as written dropped)? What to run next?
+
+What recovery does is the truncate planner's answer with Kafka's rule (recovery point 0, every segment
+recovered), made only for the partitions whose report has a cut: the rest lose nothing.
+"""
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from logtool.checks.engine import Report
+from logtool.checks.partition import PartitionReport
+from logtool.findings import AtStart, Finding
+from logtool.recovery.truncate_plan import ActionKind, PartitionPlan, plan_partition
+from logtool.rules.expected_index import DEFAULT_INDEX_INTERVAL_BYTES
+from logtool.store.partition import Partition
+
+# Kinds the broker starts with but that leave a partition as it is instead of recovering it.
+_SKIPS_RECOVERY = ("CLEAN_SHUTDOWN_WITH_DAMAGE", "RECOVERY_SKIPS_DAMAGE")
+
+
+@dataclass(slots=True, frozen=True)
+class Blocker:
+    finding: Finding
+    where: str  # the log dir or partition dir it was found in
+    effect: AtStart
+
+    def to_dict(self) -> dict:
+        return {"code": self.finding.code, "name": self.finding.name, "where": self.where,
+                "file": self.finding.file, "effect": self.effect.value, "message": self.finding.message,
+                "fix": self.finding.kind.remedy}
+
+
+@dataclass(slots=True, frozen=True)
+class Loss:
+    """What the broker's recovery would do to one partition."""
+
+    partition: str
+    bytes_cut: int
+    segments_deleted: int
+    valid_records_dropped: int  # valid records as written that recovery drops (past damage, in later segments)
+    log_end_as_written: int | None
+    log_end_after: int | None
+    cause: str  # the finding recovery cuts at
+
+    def to_dict(self) -> dict:
+        return {"partition": self.partition, "bytes_cut": self.bytes_cut, "segments_deleted": self.segments_deleted,
+                "valid_records_dropped": self.valid_records_dropped,
+                "log_end_offset_as_written": self.log_end_as_written, "log_end_offset_after": self.log_end_after,
+                "cause": self.cause}
+
+
+@dataclass(slots=True)
+class Verdict:
+    """One log dir's verdict (or, for partition dirs given without their log dir, their parent's: then the
+    log dir's own files were not checked, and `log_dir_checked` says so)."""
+
+    log_dir: str
+    log_dir_checked: bool
+    blockers: list[Blocker] = field(default_factory=list)
+    losses: list[Loss] = field(default_factory=list)
+    unrecovered: list[Finding] = field(default_factory=list)  # damage the broker would start with, unrecovered
+    unplanned: list[str] = field(default_factory=list)  # damaged partitions whose loss could not be worked out
+    next_steps: list[str] = field(default_factory=list)
+
+    @property
+    def starts(self) -> bool:
+        return not self.blockers
+
+    def to_dict(self) -> dict:
+        return {"log_dir": self.log_dir, "log_dir_checked": self.log_dir_checked, "broker_starts": self.starts,
+                "blockers": [b.to_dict() for b in self.blockers], "recovery": [x.to_dict() for x in self.losses],
+                "recovery_bytes_cut": sum(x.bytes_cut for x in self.losses),
+                "recovery_valid_records_dropped": sum(x.valid_records_dropped for x in self.losses),
+                "starts_unrecovered": [f.to_dict() for f in self.unrecovered],
+                "not_worked_out": self.unplanned, "next": self.next_steps}
+
+
+def verdicts(report: Report) -> list[Verdict]:
+    """A verdict per log dir of the report, in its order, then one per other parent of partition dirs given."""
+    by_dir: dict[str, Verdict] = {}
+    for d in report.log_dirs:
+        v = by_dir.setdefault(str(Path(d.path)), Verdict(d.path, True))
+        v.blockers += [Blocker(f, d.path, f.kind.at_start) for f in d.findings if f.kind.at_start is not None]
+        v.unrecovered += [f for f in d.findings if f.name in _SKIPS_RECOVERY]
+    for p in report.partitions:
+        parent = str(Path(p.path).parent)
+        v = by_dir.setdefault(parent, Verdict(parent, False))
+        _judge_partition(v, p)
+    for v in by_dir.values():
+        v.next_steps = _next_steps(v, report)
+    return list(by_dir.values())
+
+
+def _judge_partition(v: Verdict, p: PartitionReport) -> None:
+    findings = list(p.all_findings())
+    v.blockers += [Blocker(f, p.path, f.kind.at_start) for f in findings if f.kind.at_start is not None]
+    v.unrecovered += [f for f in findings if f.name in _SKIPS_RECOVERY]
+    if not any(f.kind.cuts for f in findings) or any(f.name == "UNREADABLE" for f in findings):
+        if any(f.name == "UNREADABLE" for f in findings):
+            v.unplanned.append(p.path)
+        return
+    try:
+        part = Partition.from_dir(Path(p.path))
+        try:
+            plan = plan_partition(part, False, DEFAULT_INDEX_INTERVAL_BYTES)
+        finally:
+            part.close()
+    except OSError:
+        v.unplanned.append(p.path)
+        return
+    if plan.unreadable:
+        v.unplanned.append(p.path)
+        return
+    v.losses.append(_loss(p.path, plan))
+
+
+def _loss(path: str, plan: PartitionPlan) -> Loss:
+    cause = f"{plan.cause.code} {plan.cause.name} in {plan.cause.file}" if plan.cause else "damage"
+    return Loss(path, plan.bytes_leaving, sum(1 for a in plan.actions if a.action is ActionKind.QUARANTINE_SEGMENT),
+                plan.valid_records_dropped_by_kafka, plan.log_end_as_written, plan.log_end_after, cause)
+
+
+def _next_steps(v: Verdict, report: Report) -> list[str]:
+    """The commands to run next, in order: keep what recovery would drop, preview the repair."""
+    steps = []
+    for loss in v.losses:
+        if loss.valid_records_dropped:
+            name = Path(loss.partition).name
+            steps.append(f"logtool dump {shlex.quote(loss.partition)} --salvage --format jsonl > "
+                         f"{shlex.quote(name + '.rescued.jsonl')}")
+    repairable = v.losses or any(b.finding.kind.fix is not None for b in v.blockers)
+    if repairable or v.unrecovered:
+        target = v.log_dir if v.log_dir_checked else " ".join(shlex.quote(x.partition) for x in v.losses)
+        if target:
+            steps.append(f"logtool truncate {shlex.quote(target) if v.log_dir_checked else target}")
+    return steps

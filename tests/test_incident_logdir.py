@@ -1,0 +1,152 @@
+"""The log dir's own blockers are part of the repair, and the verdict says what the broker would do.
+
+* `truncate` plans, and `--apply` carries out through the one executor, the log-dir entries that stop a broker
+  or that it ignores: a directory that is not a partition (`lost+found`: the broker refuses to start) goes to
+  the quarantine whole (its files, owners, modes), a checkpoint's `.tmp` leftover too; `restore` puts both
+  back; killed at any step, a rerun finishes and `restore` undoes.
+* the verdict (`recovery.verdict`): per log dir, whether the broker would start and, if not, every reason
+  with its fix; what recovery would cut and drop per damaged partition; the next commands.
+
+Every case is a copy of the bundled sample log dir (written by kafka-python's builders), edited there.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import LOGTOOL, ROOT
+from logtool.checks.engine import run_checks
+from logtool.recovery.verdict import verdicts
+
+SAMPLE = ROOT / "fixtures" / "sample-logdir"
+KILLED = -signal.SIGKILL
+
+
+def logtool(*args, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("LOGTOOL_TEST_")}
+    environ.update(env or {})
+    return subprocess.run([str(LOGTOOL), *map(str, args)], capture_output=True, text=True, env=environ, cwd=cwd,
+                          timeout=120)
+
+
+def blocked_copy(root: Path) -> Path:
+    """The sample log dir with a `lost+found` holding one file (as e2fsck leaves it) and a checkpoint's
+    `.tmp` leftover; its clicks-2 has a corrupt batch already."""
+    log_dir = root / "logs"
+    shutil.copytree(SAMPLE, log_dir)
+    lost = log_dir / "lost+found"
+    lost.mkdir(mode=0o700)
+    (lost / "#1234").write_bytes(b"an inode e2fsck found")
+    os.chown(lost / "#1234", 1234, 2345)
+    os.chmod(lost / "#1234", 0o640)
+    os.utime(lost / "#1234", ns=(1_600_000_000_000_000_000, 1_600_000_000_000_000_000))
+    (log_dir / "recovery-point-offset-checkpoint.tmp").write_text("0\n1\nclicks-2 0 \n")
+    return log_dir
+
+
+def state(top: Path, mtimes: bool = True) -> dict[str, tuple]:
+    """Every entry under `top` (the `.lock` a repair creates aside): bytes, owner, mode, and mtime of files
+    (not for a repaired state: files a repair writes get the time they were written)."""
+    out = {}
+    for d, dirs, files in os.walk(top):
+        for n in dirs + files:
+            p = Path(d) / n
+            rel = str(p.relative_to(top))
+            if rel == ".lock":
+                continue
+            st = p.lstat()
+            body = p.read_bytes() if p.is_file() else b"<dir>"
+            out[rel] = (body, st.st_uid, st.st_gid, st.st_mode, st.st_mtime_ns if p.is_file() and mtimes else None)
+    return out
+
+
+def test_the_plan_moves_a_refused_dir_and_a_tmp_leftover_and_restore_puts_them_back(tmp_path):
+    log_dir, q = blocked_copy(tmp_path), tmp_path / "q"
+    before = state(log_dir)
+    plan = logtool("truncate", "--format", "json", log_dir)
+    assert plan.returncode == 4, plan.stderr
+    actions = {a["action"]: a["files"] for a in json.loads(plan.stdout)["log_dirs"]}
+    assert actions["move directory to quarantine"] == ["lost+found"]
+    assert actions["remove .tmp leftover"] == ["recovery-point-offset-checkpoint.tmp"]
+    assert state(log_dir) == before, "the dry run wrote"
+
+    r = logtool("truncate", "--apply", "--quarantine", q, log_dir)
+    assert r.returncode == 1, r.stderr
+    assert not (log_dir / "lost+found").exists() and not (log_dir / "recovery-point-offset-checkpoint.tmp").exists()
+    v = logtool("verify", "--format", "json", log_dir)
+    assert v.returncode == 0, v.stdout  # nothing left: the broker starts, and loses nothing
+    (verdict,) = json.loads(v.stdout)["verdict"] if "verdict" in json.loads(v.stdout) else \
+        [x.to_dict() for x in verdicts(run_checks([log_dir], False))]
+    assert verdict["broker_starts"] and not verdict["blockers"] and not verdict["recovery"]
+
+    (run,) = [p for p in q.iterdir() if p.is_dir()]
+    back = logtool("restore", run)
+    assert back.returncode == 0, back.stderr
+    assert state(log_dir) == before, "restore did not give back the log dir as it was"
+
+
+def test_killed_at_every_step_a_rerun_finishes_and_restore_undoes(tmp_path):
+    """The hook stops the process at the same step on every copy: one copy killed at k is finished by a rerun,
+    another killed at the same k is undone by `restore` (owners, modes and mtimes too)."""
+    reference = blocked_copy(tmp_path / "ref")
+    assert logtool("truncate", "--apply", "--quarantine", tmp_path / "ref-q", reference).returncode == 1
+    finished = state(reference, mtimes=False)
+    k, killed = 1, 0
+    while True:
+        copies = {what: blocked_copy(tmp_path / f"k{k}-{what}") for what in ("rerun", "restore")}
+        original = state(copies["restore"])
+        runs = {what: logtool("truncate", "--apply", "--quarantine", d.parent / "q", d,
+                              env={"LOGTOOL_TEST_STOP_AT": str(k)}) for what, d in copies.items()}
+        if runs["rerun"].returncode != KILLED:
+            assert runs["rerun"].returncode == 1, runs["rerun"].stderr
+            assert state(copies["rerun"], mtimes=False) == finished
+            break
+        killed += 1
+        log_dir = copies["rerun"]
+        again = logtool("truncate", "--apply", "--quarantine", log_dir.parent / "q", log_dir)
+        # 0 when the kill came after the journal's last mark: the repair was whole already
+        assert again.returncode in (0, 1) and state(log_dir, mtimes=False) == finished, f"k={k}: {again.stderr}"
+        log_dir = copies["restore"]
+        (run,) = [p for p in (log_dir.parent / "q").iterdir() if p.is_dir()]
+        back = logtool("restore", run)
+        assert back.returncode == 0 and state(log_dir) == original, f"k={k}: {back.stderr}"
+        for d in copies.values():
+            shutil.rmtree(d.parent)
+        k += 1
+        assert k < 60, "the repair never completed"
+    assert killed >= 5
+
+
+def test_the_verdict_names_every_reason_the_broker_would_not_start(tmp_path):
+    log_dir = blocked_copy(tmp_path)
+    (verdict,) = verdicts(run_checks([log_dir], False))
+    assert not verdict.starts
+    assert [(b.finding.name, b.finding.file) for b in verdict.blockers] == [("NOT_KAFKA", "lost+found")]
+    assert "refuses to start" in verdict.blockers[0].effect.value
+    (loss,) = verdict.losses
+    assert loss.partition.endswith("clicks-2") and loss.bytes_cut == 1477 and loss.segments_deleted == 0
+    assert verdict.next_steps == [f"logtool truncate {log_dir}"]
+
+
+def test_the_verdict_counts_what_recovery_drops_and_says_how_to_keep_it(tmp_path):
+    """Damage in the first of several segments: recovery cuts there and deletes every later segment, so the
+    verdict counts their valid records and first says how to keep them (`dump --salvage`)."""
+    log_dir = tmp_path / "logs"
+    shutil.copytree(SAMPLE, log_dir)
+    first = log_dir / "orders-0" / "00000000000000000000.log"
+    data = bytearray(first.read_bytes())
+    data[200] ^= 0x01  # inside the first batch's records: its CRC fails
+    first.write_bytes(bytes(data))
+    v = {x.log_dir: x for x in verdicts(run_checks([log_dir], False))}[str(log_dir)]
+    assert v.starts
+    loss = next(x for x in v.losses if x.partition.endswith("orders-0"))
+    assert loss.segments_deleted == 2 and loss.valid_records_dropped > 0
+    assert loss.log_end_after < loss.log_end_as_written
+    assert v.next_steps[0].startswith(f"logtool dump {log_dir / 'orders-0'} --salvage --format jsonl > ")
+    assert v.next_steps[-1] == f"logtool truncate {log_dir}"
