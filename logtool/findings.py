@@ -48,6 +48,7 @@ class Fix(Enum):
     SNAPSHOTS = "remove producer snapshot"
     CHECKPOINTS = "correct checkpoint entry"
     MOVE_OUT = "move out of the log dir"  # a directory the broker refuses, into the quarantine
+    META_PROPERTIES = "rebuild meta.properties"  # from the broker's other log dirs, where they agree
 
 
 class AtStart(Enum):
@@ -260,7 +261,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("LT512", "CHECKPOINT_BELOW_LOG_START", I, "An offset checkpoint records an offset below the partition's first segment: the checkpoint is older than the deletion of the first segments. The broker raises the value to the log start.", "Nothing to do.", fix=Fix.CHECKPOINTS),
     Kind("LT513", "CLEAN_SHUTDOWN_WITH_DAMAGE", E, "The log dir holds .kafka_cleanshutdown, so the broker trusts every file and skips recovery, yet a partition in it has damage that recovery would cut: the broker will serve the damaged bytes.", "With the broker stopped, repair the partition with `logtool truncate`, or remove .kafka_cleanshutdown so that the broker recovers this log dir at start.", fix=Fix.TRUNCATE),
     Kind("LT514", "META_PROPERTIES_MISMATCH", E, "The log dirs given together do not belong to one broker: their meta.properties name different cluster.id or node ids (broker.id/node.id), or two share a directory.id. The broker refuses to start with them.", "Find which log dir is foreign (copied from another broker or cluster) and take it out of log.dirs, or restore its meta.properties.", at_start=AtStart.REFUSES),
-    Kind("LT515", "META_PROPERTIES_MISSING", W, "The log dir has no meta.properties. A ZooKeeper-mode broker writes a new one at start; a KRaft broker copies the ids of its other log dirs, and refuses to start if none has one.", "If this is a copy, restore meta.properties from the original; otherwise format the directory with kafka-storage.sh."),
+    Kind("LT515", "META_PROPERTIES_MISSING", W, "The log dir has no meta.properties. A ZooKeeper-mode broker writes a new one at start; a KRaft broker copies the ids of its other log dirs, and refuses to start if none has one.", "If this is a copy, restore meta.properties from the original; otherwise format the directory with kafka-storage.sh.", fix=Fix.META_PROPERTIES),
     Kind("LT516", "META_PROPERTIES_INCONSISTENT", W, "meta.properties holds a field its version does not read (node.id in version 0, broker.id in version 1): it was edited by hand or written by another tool, and the broker ignores that field.", "Rewrite the file with the fields of its version: version=0 uses broker.id, version=1 uses node.id."),
     Kind("LT517", "TMP_LEFTOVER", I, "A .tmp copy of a checkpoint or metadata file: Kafka writes these files to .tmp and renames them, so a write was interrupted (a crash, or a copy taken mid-write). The broker reads the real file, the previous version, and overwrites the .tmp at its next write.", "Nothing to do.", fix=Fix.LEFTOVER),
     Kind("LT518", "NOT_AUDITED", E, "A PATH given as HOST:PATH was not checked: no Spark executor runs on that host (or its task ran elsewhere), and logtool reads a broker's disk only on that broker.", "Start a Spark worker on the host (or add it to the cluster) and audit it again; nothing was read, so nothing is known about it."),

@@ -150,3 +150,47 @@ def test_the_verdict_counts_what_recovery_drops_and_says_how_to_keep_it(tmp_path
     assert loss.log_end_after < loss.log_end_as_written
     assert v.next_steps[0].startswith(f"logtool dump {log_dir / 'orders-0'} --salvage --format jsonl > ")
     assert v.next_steps[-1] == f"logtool truncate {log_dir}"
+
+
+def two_log_dirs(root: Path) -> tuple[Path, Path]:
+    """Two log dirs of the sample's broker; the second has lost its meta.properties."""
+    a, b = root / "a", root / "b"
+    shutil.copytree(SAMPLE, a)
+    shutil.copytree(SAMPLE, b)
+    for gone in ("clicks-2", "orders-0"):
+        shutil.rmtree(b / gone)
+    for gone in ("payments-1", "legacy-events-0"):
+        shutil.rmtree(a / gone)
+    for name in ("recovery-point-offset-checkpoint", "replication-offset-checkpoint", "log-start-offset-checkpoint"):
+        for d, kept in ((a, ("clicks", "orders")), (b, ("payments", "legacy-events"))):
+            lines = (d / name).read_text().splitlines()
+            entries = [x for x in lines[2:] if x.split()[0] in kept]
+            (d / name).write_text("\n".join(["0", str(len(entries)), *entries]) + "\n")
+    (b / "meta.properties").unlink()
+    return a, b
+
+
+def test_a_missing_meta_properties_is_rebuilt_from_the_other_log_dirs(tmp_path):
+    from logtool.format.meta import meta_identity, properties
+
+    a, b = two_log_dirs(tmp_path)
+    q = tmp_path / "q"
+    r = logtool("truncate", "--apply", "--quarantine", q, a, b)
+    assert r.returncode == 1, r.stderr
+    mine, theirs = (meta_identity(properties((d / "meta.properties").read_text())) for d in (b, a))
+    assert (mine.version, mine.cluster_id, mine.node_id) == (theirs.version, theirs.cluster_id, theirs.node_id)
+    assert mine.directory_id and mine.directory_id != theirs.directory_id
+    assert (b / "meta.properties").stat().st_uid == b.stat().st_uid
+    v = json.loads(logtool("verify", "--format", "json", a, b).stdout)
+    names = {f["name"] for d in v["log_dirs"] for f in d["findings"]}
+    assert not names & {"META_PROPERTIES_MISSING", "META_PROPERTIES_INVALID", "META_PROPERTIES_MISMATCH"}, names
+    (run,) = [p for p in q.iterdir() if p.is_dir()]
+    assert logtool("restore", run).returncode == 0 and not (b / "meta.properties").exists()
+
+
+def test_a_missing_meta_properties_with_no_answer_is_explained_not_guessed(tmp_path):
+    _, b = two_log_dirs(tmp_path)
+    plan = json.loads(logtool("truncate", "--format", "json", b).stdout)
+    assert not [x for x in plan["log_dirs"] if x["action"] == "rebuild meta.properties"]
+    (note,) = plan["log_dir_notes"]
+    assert "cannot be rebuilt" in note["note"] and "kafka-storage.sh format" in note["note"]

@@ -3,6 +3,7 @@ meta.properties, the clean-shutdown marker and producer snapshots. Parsers raise
 from __future__ import annotations
 
 import base64
+import os
 import re
 import struct
 from dataclasses import dataclass
@@ -167,6 +168,21 @@ def meta_identity(props: dict[str, str]) -> MetaIdentity:
         if raw[:8] == bytes(8) and int.from_bytes(raw[8:], "big") < 100:
             raise MetaError(f"directory.id {directory_id} is one of the ids Kafka reserves")
     return MetaIdentity(version, cluster_id, node_id, directory_id)
+
+
+def meta_properties_text(fields: dict[str, str], stamp: str) -> str:
+    """meta.properties as Kafka writes it (`Properties.store`: a comment line, the date, then key=value), keys
+    sorted so that the file reads the same every time."""
+    return "#\n#" + stamp + "\n" + "".join(f"{k}={v}\n" for k, v in sorted(fields.items()))
+
+
+def random_directory_id() -> str:
+    """A directory.id as `Uuid.randomUuid` makes it: 16 random bytes in base64url without padding, never one of
+    the ids Kafka reserves (the first 8 bytes zero and the rest below 100)."""
+    while True:
+        raw = os.urandom(16)
+        if raw[:8] != bytes(8):
+            return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
 def properties(text: str) -> dict[str, str]:

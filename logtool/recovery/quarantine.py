@@ -15,6 +15,7 @@ most a torn last line, which `load` ignores: the change it would have recorded w
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -22,7 +23,7 @@ import secrets
 import stat
 import tarfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -130,30 +131,65 @@ class QuarantineRun:
         """Copy a whole file into the run (fsynced) before the repair replaces or removes it."""
         return self.keep_many([(pdir, name)], action)[0]
 
-    def keep_many(self, files: list[tuple[PartitionDir, str]], action: str) -> list[Entry]:
-        """Copy whole files into the run before the repair removes them: the copies made durable by one flush
-        of the quarantine's filesystem and recorded by one manifest append, however many they are."""
+    def keep_many(self, files: list[tuple[PartitionDir, str]], action: str,
+                  each: Callable[[], None] | None = None) -> list[Entry]:
+        """Keep whole files in the run before the repair removes or replaces them, recorded by one manifest
+        append however many they are. On the log dir's own filesystem a file is kept by a second name (a hard
+        link: the repair then only takes the log dir's name away, so nothing is copied and the bytes are the
+        very inode the broker wrote); elsewhere it is copied, the copies made durable by one flush."""
         entries = []
+        copied = None
         for i, (pdir, name) in enumerate(files):
             meta = pdir.existing(name)
-            rel, out = self._new_file(pdir.partition, name, at=len(self.entries) + i)
+            rel = self._linked(pdir, name, len(self.entries) + i)
+            if rel is None:
+                rel = self._copied(pdir, name, len(self.entries) + i)
+                copied = rel
             digest = hashlib.sha256()
-            try:
-                for chunk in pdir.chunks(name):
-                    digest.update(chunk)
-                    write_all(out, chunk)
-                if len(files) == 1:
-                    os.fsync(out)
-                elif i == len(files) - 1:
-                    flush_filesystem(out)
-            finally:
-                os.close(out)
+            for chunk in stored_chunks_of(self.path / rel):
+                digest.update(chunk)
             entries.append(Entry(str(pdir.log_dir), pdir.partition, name, action, rel, meta.size, digest.hexdigest(),
                                  meta.uid, meta.gid, meta.mode, meta.mtime_ns))
+            if each is not None:  # the kill tests stop here too: a file kept that no entry records yet
+                each()
+        if copied is not None:
+            fd = os.open(self.path / copied, os.O_RDONLY | os.O_NOFOLLOW)
+            try:
+                flush_filesystem(fd)
+            finally:
+                os.close(fd)
+        fsync_dir(self.path / FILES)
         append_lines(self.path / MANIFEST, [{"entry": e.to_json()} for e in entries])
         for e in entries:
             self._index(e)
         return entries
+
+    def _linked(self, pdir: PartitionDir, name: str, number: int) -> str | None:
+        """The file kept under a second name in the run, or None where a link cannot be made (another
+        filesystem; an immutable file)."""
+        rel = f"{FILES}/{stored_name(number, pdir.partition or 'root', name)}"
+        for attempt in (1, 2):
+            try:
+                os.link(name, self.path / rel, src_dir_fd=pdir.fd, follow_symlinks=False)
+                return rel
+            except FileExistsError:
+                if attempt == 2:
+                    raise
+                os.unlink(self.path / rel)  # a stop between keeping and recording left it: no entry names it
+            except OSError as e:
+                if e.errno in (errno.EXDEV, errno.EPERM, errno.EMLINK):
+                    return None
+                raise
+        return None
+
+    def _copied(self, pdir: PartitionDir, name: str, number: int) -> str:
+        rel, out = self._new_file(pdir.partition, name, at=number)
+        try:
+            for chunk in pdir.chunks(name):
+                write_all(out, chunk)
+        finally:
+            os.close(out)
+        return rel
 
     def keep_tail(self, pdir: PartitionDir, name: str, keep: int) -> Entry:
         """Copy the bytes of a file from `keep` on into the run (fsynced) before the file is cut there. The
@@ -373,10 +409,14 @@ def stored_path(run: QuarantineRun, entry: Entry) -> Path:
 
 
 def stored_chunks(run: QuarantineRun, entry: Entry, start: int = 0, end: int | None = None) -> Iterator[bytes]:
-    """The kept bytes of an entry, from `start` to `end` (to the end when None), a chunk at a time. The file is
-    opened without following a symlink."""
+    """The kept bytes of an entry, from `start` to `end` (to the end when None), a chunk at a time."""
     assert entry.stored is not None
-    fd = os.open(run.path / entry.stored, os.O_RDONLY | os.O_NOFOLLOW)
+    return stored_chunks_of(run.path / entry.stored, start, end)
+
+
+def stored_chunks_of(path: Path, start: int = 0, end: int | None = None) -> Iterator[bytes]:
+    """A kept file's bytes, a chunk at a time, opened without following a symlink."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     try:
         pos = start
         while end is None or pos < end:

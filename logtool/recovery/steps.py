@@ -87,7 +87,7 @@ class RemoveFile(Step):
         where = [(s.pdir(session), s.name) for s in steps]
         todo = [(pdir, name) for pdir, name in where if run.find(pdir, name) is None and pdir.meta(name) is not None]
         if todo:
-            run.keep_many(todo, "removed")
+            run.keep_many(todo, "removed", each=session.step_done)
             session.step_done()
         for pdir, name in where:
             if pdir.meta(name) is not None:

@@ -59,6 +59,7 @@ STEPS_OF: dict[ActionKind, StepsOf] = {
     ActionKind.DROP_LEADER_EPOCHS: _rewrite,
     ActionKind.TRIM_CHECKPOINT: _rewrite,
     ActionKind.MOVE_DIR: _move_dir,
+    ActionKind.WRITE_META: _rewrite,
     ActionKind.REMOVE_TMP: _remove,
 }
 
@@ -74,6 +75,7 @@ FIX_ACTIONS: dict[Fix, tuple[ActionKind, ...]] = {
     Fix.SNAPSHOTS: (ActionKind.REMOVE_SNAPSHOT,),
     Fix.CHECKPOINTS: (ActionKind.TRIM_CHECKPOINT,),
     Fix.MOVE_OUT: (ActionKind.MOVE_DIR,),
+    Fix.META_PROPERTIES: (ActionKind.WRITE_META,),
 }
 
 

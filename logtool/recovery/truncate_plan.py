@@ -6,6 +6,7 @@ the byte and offset ranges it removes and the records they hold, so that nothing
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -17,7 +18,7 @@ from logtool.checks.partition import PartitionReport, check_partition
 from logtool.checks.segment import SegmentReport
 from logtool.findings import Finding, Fix
 from logtool.format.batch import BatchView
-from logtool.format.meta import MetaError, leader_epochs
+from logtool.format.meta import MetaError, leader_epochs, meta_properties_text, random_directory_id
 from logtool.reads.salvage import next_batch
 from logtool.recovery.seen import Seen, canonical, look
 from logtool.recovery.index_rebuild import history_complete, plan_index_rebuild
@@ -66,6 +67,7 @@ class ActionKind(StrEnum):
     REMOVE_SNAPSHOT = "remove producer snapshot"
     HANDLE_LEFTOVER = "handle leftover"
     TRIM_CHECKPOINT = "trim checkpoint entry"
+    WRITE_META = "rebuild meta.properties"  # missing, where the other log dirs leave one answer
     MOVE_DIR = "move directory to quarantine"  # a directory the broker refuses to start with
     REMOVE_TMP = "remove .tmp leftover"  # a checkpoint's interrupted rewrite, which Kafka ignores
 
@@ -150,6 +152,7 @@ class RepairPlan:
     strict: bool = False
     problems: list[str] = field(default_factory=list)  # paths that could not be planned
     log_dir_actions: list[tuple[Path, Action]] = field(default_factory=list)  # checkpoint entries corrected
+    log_dir_notes: list[tuple[Path, str]] = field(default_factory=list)  # what the plan cannot do there, and why
     log_dir_seen: list[Seen] = field(default_factory=list, repr=False)  # the checkpoints, before they were read
 
     @property
@@ -172,6 +175,7 @@ class RepairPlan:
     def to_dict(self) -> dict:
         return {"strict": self.strict, "partitions": [p.to_dict() for p in self.partitions],
                 "log_dirs": [dict(a.to_dict(), log_dir=str(d)) for d, a in self.log_dir_actions],
+                "log_dir_notes": [{"log_dir": str(d), "note": n} for d, n in self.log_dir_notes],
                 "problems": self.problems, "bytes_leaving": self.bytes_leaving,
                 "records_leaving": self.records_leaving,
                 "records_removed": self.records_leaving}  # the older name of records_leaving, kept for scripts
@@ -504,6 +508,7 @@ def plan_repair(paths: list[Path], strict: bool, interval: int, excise: bool = F
     _plan_checkpoints(result, {Path(ld.path).absolute(): ld for ld in report.log_dirs})
     for ld in report.log_dirs:
         _plan_log_dir_entries(result, ld)
+    _plan_meta_properties(result, report.log_dirs)
     return result
 
 
@@ -524,6 +529,40 @@ _REPORTED_PAST_END = {
                                    "smaller than logStartOffset'): do not start it before this entry is fixed by hand",
     "cleaner-offset-checkpoint": "the cleaner resets to the log start and compacts the whole log again",
 }
+
+
+# The fields every log dir of one broker shares; directory.id is each log dir's own.
+_SHARED_META = ("version", "cluster.id", "node.id", "broker.id")
+
+
+def _plan_meta_properties(result: RepairPlan, log_dirs: list[LogDirReport]) -> None:
+    """A log dir without meta.properties gets one where the other log dirs given leave exactly one answer:
+    they agree on every field but directory.id (which is made new, as Kafka makes it); otherwise the plan
+    says why not, and what formats it instead."""
+    missing = [ld for ld in log_dirs if any(f.name == "META_PROPERTIES_MISSING" for f in ld.findings)]
+    if not missing:
+        return
+    answers = {tuple((k, ld.meta.get(k)) for k in _SHARED_META) for ld in log_dirs if ld.meta}
+    for ld in missing:
+        log_dir = Path(ld.path).resolve()
+        if len(answers) != 1:
+            why = "no other log dir given has one" if not answers else "the other log dirs given disagree"
+            result.log_dir_notes.append((log_dir, f"meta.properties is missing and cannot be rebuilt: {why}. Give "
+                                                  f"every log dir of this broker together, or format only the "
+                                                  f"unformatted ones with `kafka-storage.sh format --config "
+                                                  f"server.properties --cluster-id <cluster.id> --ignore-formatted`"))
+            continue
+        fields = {k: v for k, v in next(iter(answers)) if v is not None}
+        if fields.get("version") == "1":
+            fields["directory.id"] = random_directory_id()
+        text = meta_properties_text(fields, time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime()))
+        result.log_dir_actions.append((log_dir, Action(
+            ActionKind.WRITE_META, ["meta.properties"],
+            detail=f"rebuilt from the other log dirs given: "
+                   f"{', '.join(f'{k}={v}' for k, v in sorted(fields.items()) if k != 'directory.id')}"
+                   f"{', a new directory.id' if 'directory.id' in fields else ''}",
+            new_contents={"meta.properties": text.encode()})))
+        result.log_dir_seen.append(look(log_dir, ["meta.properties"]))
 
 
 def _plan_log_dir_entries(result: RepairPlan, ld: LogDirReport) -> None:
