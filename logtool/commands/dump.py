@@ -5,16 +5,17 @@ import io
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 import click
 
 from logtool.reads import decoders, file_dump, internal_topics
 from logtool.commands.failure import Failure
-from logtool.commands.options import parse_time
+from logtool.commands.options import PATH, parse_time
 from logtool.store.layout import PathKind, classify_path, is_records_file, parse_partition_dir
 from logtool.store.partition import NotAPartition, Partition, open_partition
 from logtool.commands.options import TIME_FORMS, epilog, format_option
-from logtool.render.jsonout import emit_json, emit_jsonl
+from logtool.render.jsonout import emit_jsonl
 from logtool.render.progress import progress
 from logtool.render import dump_json, dump_text
 from logtool.reads.ranges import RangePlan, Stats, plan_range, read_range
@@ -41,7 +42,7 @@ def _time(text: str | None) -> int | None:
     ("logtool dump orders-0 --salvage --format jsonl > rescued.jsonl",
      "every record that can still be read, past the damage (unverified ones marked)"),
 ], "4 here: damage was met in the range."))
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=PATH)
 @click.option("--from-offset", type=click.IntRange(min=0), help="first offset (inclusive)")
 @click.option("--to-offset", type=click.IntRange(min=0), help="last offset (inclusive)")
 @click.option("--from-time", help=f"start at the first record at or after this time ({TIME_FORMS})")
@@ -105,7 +106,16 @@ def command(paths: tuple[Path, ...], from_offset: int | None, to_offset: int | N
                print_data or key_decoder is not None or value_decoder is not None or record_decoder != "plain",
                key, value, record_decoder, salvage, fmt)
     index_mode = "sanity" if sanity else "verify" if verify_only else "dump"
-    codes = [_dump_file(t, fmt, index_mode) if t in side else _dump_records(t, ask) for t in targets]
+    out = _stdout()
+    codes, open_line = [], False
+    for t in targets:
+        if open_line:  # the text before ended inside a line, where Kafka's tool throws: this starts its own
+            out.write("\n")
+        if t in side:
+            codes.append(_dump_file(t, fmt, index_mode, out))
+        else:
+            rc, open_line = _dump_records(t, ask, out)
+            codes.append(rc)
     rc = max(codes, default=exitcodes.CLEAN)
     if fmt == "jsonl" and len(targets) > 1:
         emit_jsonl([{"type": "summary", "paths": len(targets), "exit_code": rc}])
@@ -147,8 +157,17 @@ def _whole(path: Path, ask: _Ask) -> internal_topics.RecordDecoder | None:
     return found() if found else None
 
 
-def _dump_records(path: Path, ask: _Ask) -> int:
-    """The records of one partition dir, .log or KRaft snapshot, in the asked range and format."""
+def _stdout() -> TextIO:
+    """Where the records go, taken before any progress display starts (none may stand in for it)."""
+    out = sys.stdout
+    if isinstance(out, io.TextIOWrapper):  # what the terminal's encoding lacks is escaped, not fatal
+        out.reconfigure(errors="backslashreplace")
+    return out
+
+
+def _dump_records(path: Path, ask: _Ask, out: TextIO) -> tuple[int, bool]:
+    """The records of one partition dir, .log or KRaft snapshot, in the asked range and format; the exit code,
+    and whether the text ends inside a line (dump_text.render)."""
     fmt, key, value, batches_only = ask.fmt, ask.key, ask.value, ask.batches_only
     whole = _whole(path, ask)
     try:
@@ -160,6 +179,7 @@ def _dump_records(path: Path, ask: _Ask) -> int:
     except OSError as e:
         raise Failure(f"{path}: {e.strerror or e}") from None
     stats = Stats()
+    open_line = False
     try:
         # Progress only where it does not mix with the records: stdout goes to a file or a pipe, stderr is seen.
         with progress("dump", shown=sys.stderr.isatty() and not sys.stdout.isatty()) as meter:
@@ -170,13 +190,11 @@ def _dump_records(path: Path, ask: _Ask) -> int:
             # Text reads on past a batch whose CRC alone fails, as kafka-dump-log does; JSON stops at the end of
             # the valid prefix, as Kafka's recovery would (--salvage reads on in both, marking what it shows).
             events = read_range(part, p, stats, salvage=ask.salvage, batches_only=batches_only,
-                                limit=ask.max_records, past_crc=fmt == "text")
-            out = sys.stdout
-            if isinstance(out, io.TextIOWrapper):  # what the terminal's encoding lacks is escaped, not fatal
-                out.reconfigure(errors="backslashreplace")
+                                limit=ask.max_records, past_crc=fmt == "text", print_data=ask.show_data)
             if fmt == "text":
                 show = ask.show_data
-                dump_text.render(events, out, key if show else None, value if show else None, sys.stderr, whole)
+                open_line = dump_text.render(events, out, key if show else None, value if show else None, sys.stderr,
+                                             whole)
             elif fmt == "jsonl":
                 dump_json.write_lines(events, out, key, value, whole)
                 closing = _closing(p, stats, batches_only)
@@ -193,30 +211,39 @@ def _dump_records(path: Path, ask: _Ask) -> int:
     if fmt != "json":
         for note in _notes(p, stats, batches_only):
             print(f"logtool: {note}", file=sys.stderr)
-    return _exit_code(stats)
+    return _exit_code(stats), open_line
 
 
-def _dump_file(path: Path, fmt: str, mode: str) -> int:
+def _dump_file(path: Path, fmt: str, mode: str, out: TextIO) -> int:
     """An index, transaction index or producer snapshot: its entries as kafka-dump-log prints them (text),
-    or as objects; where Kafka's tool would stop (it throws there), logtool stops too and says why."""
+    or as objects, written as they are read; where Kafka's tool would stop (it throws there), logtool stops
+    too and says why."""
     try:
-        d = file_dump.dump_file(path, mode)
+        d = file_dump.dump_file(path, mode)  # every file it needs is opened here
     except OSError as e:
         raise Failure(f"{getattr(e, 'filename', None) or path}: {e.strerror or e}") from None
-    rc = exitcodes.PROBLEMS if d.stop else exitcodes.CLEAN
     if fmt == "text":
-        sys.stdout.write("".join(line + "\n" for line in dump_text.file_dump_lines(d)))
+        out.writelines(line + "\n" for line in dump_text.file_dump_lines(d))
     elif fmt == "jsonl":
-        emit_jsonl([*({"type": d.row_type, **row} for row in d.rows),
-                    {"type": "summary", "path": str(path), "entries": len(d.rows), "stop": d.stop, "exit_code": rc}])
+        entries = dump_json.write_file_rows(d, out)
+        emit_jsonl([{"type": "summary", "path": str(path), "entries": entries, "stop": d.stop,
+                     "exit_code": _file_exit_code(d)}])
     else:
-        emit_json({"path": str(path), "type": d.row_type, "entries": d.rows, "stop": d.stop, "exit_code": rc})
+        dump_json.write_file_document(d, out, lambda: _file_exit_code(d))
     if d.stop:
         print(f"logtool: {path}: read up to where kafka-dump-log stops (it throws there): {d.stop}", file=sys.stderr)
-    return rc
+    return _file_exit_code(d)
+
+
+def _file_exit_code(d: file_dump.FileDump) -> int:
+    """Once its rows are read: 4 where Kafka's tool would have stopped before the end of the file."""
+    return exitcodes.PROBLEMS if d.stop else exitcodes.CLEAN
 
 
 def _exit_code(stats: Stats) -> int:
+    """8 when a segment could not be read at all (the job was not done whole), else 4 when damage was met."""
+    if stats.unreadable:
+        return exitcodes.OPERATIONAL
     return exitcodes.PROBLEMS if stats.damaged else exitcodes.CLEAN
 
 
@@ -224,7 +251,7 @@ def _closing(p: RangePlan, stats: Stats, batches_only: bool) -> dict:
     """What the JSON forms end with, once every event is out: the notes, the counts and the exit code."""
     return {"notes": _notes(p, stats, batches_only),
             "summary": {"segments_read": stats.segments_read, "batches": stats.batches, "records": stats.records,
-                        "damaged": stats.damaged},
+                        "damaged": stats.damaged, "segments_unreadable": stats.unreadable},
             "exit_code": _exit_code(stats)}
 
 

@@ -4,18 +4,20 @@
 offsets the way Kafka's ListOffsets answers them (`seek_timestamp`), the start is found with `seek_offset`.
 `read_range` then walks the segments from there (the walker decides every batch boundary and where each
 valid prefix ends) and yields events: batches with their records in range, the damage that stopped a
-segment, and, with salvage, the byte ranges skipped to reach the next batch that validates.
-Memory stays flat: one batch's records are held at a time.
+segment, a segment that could not be opened (the next ones are read), with salvage the byte ranges skipped
+to reach the next batch that validates, and, for text read as kafka-dump-log reads, where that tool throws
+in a batch's records. Memory stays flat: one batch's records are held at a time.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+import struct
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from logtool.findings import Finding, finding
 from logtool.format import kernel
-from logtool.format.batch import BatchView, kafka_iterator_step
+from logtool.format.batch import LOG_OVERHEAD, BatchView, kafka_iterator_step
 from logtool.format.kraft import control_value
 from logtool.format.records import (ControlRecord, Record, RecordError, batch_payload, iter_records, parse_control,
                                     payload_records)
@@ -26,6 +28,8 @@ from logtool.reads.salvage import next_batch
 from logtool.rules.offsets import offsets_go_back
 from logtool.store.seek import SeekError, seek_offset, seek_timestamp
 from logtool.store.segment import Segment, WalkOutcome
+
+_INT32 = struct.Struct(">i")
 
 
 @dataclass(slots=True)
@@ -83,6 +87,8 @@ def _start_at(part: Partition, p: RangePlan) -> None:
         # holds it (and, with salvage, to look past that damage).
         p.notes.append(str(e))
         return
+    except OSError:
+        return  # a segment the seek opened cannot be read: reading segment i from its start reports it
     p.seek_bytes += hit.cost.log_bytes_read
     if hit.segment is part.segments[i]:
         p.position = hit.batch.position
@@ -171,7 +177,27 @@ class Skipped(NamedTuple):
     resumed: bool  # a valid batch starts at `end`
 
 
-Event = SegmentStart | BatchRead | Damage | Anomaly | Skipped
+class Unreadable(NamedTuple):
+    """A segment that could not be opened: its records are left out, and the next segments are read."""
+    segment: Segment
+    finding: Finding  # UNREADABLE, saying why
+    size: int | None  # its bytes, as the directory listing gives them
+
+
+class KafkaRecordsStop(NamedTuple):
+    """Text read as kafka-dump-log reads (`past_crc` without salvage): the records of the batch before could not
+    all be read, and that tool throws there, its output of the file ending; logtool reads no further in the
+    file either. A v0/v1 message that ends inside its own value (a length field made smaller) is the
+    exception: its record is the message itself, whose key and value sizes the tool reads from their fields
+    and prints; then, printing keys and values, it throws (its line cut after the sizes), and without them it
+    reads on with the next batch."""
+    segment: Segment
+    view: BatchView
+    legacy_sizes: tuple[int, int] | None  # the key and value sizes it prints, or None: none of the record's line
+    reading_goes_on: bool
+
+
+Event = SegmentStart | BatchRead | Damage | Anomaly | Skipped | Unreadable | KafkaRecordsStop
 
 
 @dataclass(slots=True)
@@ -181,83 +207,152 @@ class Stats:
     records: int = 0
     batches: int = 0
     damaged: bool = False  # a walk stopped before the end of a file, or records could not be decoded
+    unreadable: int = 0  # segments that could not be opened
+
+
+@dataclass(frozen=True, slots=True)
+class _Reading:
+    """How read_range reads: its inclusive offset bounds, and the options it was given."""
+    first: int
+    last: int
+    stats: Stats
+    salvage: bool
+    batches_only: bool
+    limit: int | None
+    past_crc: bool
+    print_data: bool
+
+    @property
+    def as_kafka(self) -> bool:
+        """Text that stops where kafka-dump-log's tool stops (with salvage, logtool reads on)."""
+        return self.past_crc and not self.salvage
 
 
 def read_range(part: Partition, p: RangePlan, stats: Stats, salvage: bool = False, batches_only: bool = False,
-               limit: int | None = None, past_crc: bool = False) -> Iterator[Event]:
+               limit: int | None = None, past_crc: bool = False, print_data: bool = False) -> Iterator[Event]:
     """Events in log order for the range of `p`; `limit` caps records (batches with `batches_only`).
     After damage: `salvage` reads on at the next batch that validates; `past_crc` reads on past a batch
-    whose CRC alone fails, as kafka-dump-log does (its records marked unverified)."""
+    whose CRC alone fails, as kafka-dump-log does (its records marked unverified), and stops a file where
+    that tool throws in a batch's records; `print_data`: the text shows keys and values (kafka-dump-log's
+    --print-data-log), which decides where that tool throws. A segment that cannot be opened is reported
+    (Unreadable) and the next ones are read."""
     if p.segment is None:
         return
-    first = p.first if p.first is not None else -(2**63)
-    last = p.last if p.last is not None else 2**63
+    how = _Reading(p.first if p.first is not None else -(2**63), p.last if p.last is not None else 2**63, stats,
+                   salvage, batches_only, limit, past_crc, print_data)
     active = part.segments[-1]
     for seg in part.segments[p.segment :]:
-        position = p.position if seg is part.segments[p.segment] else 0
+        try:
+            seg.open()
+        except OSError as e:
+            if seg.base_offset > how.last:
+                return  # its name says it starts after the range
+            stats.unreadable += 1
+            yield SegmentStart(seg)  # kafka-dump-log prints the file's header lines before it opens the file
+            yield _unreadable(part, seg, e)
+            continue
         with seg:
             stats.segments_read += 1
-            started = False
-            prev_last = None
-            while True:
-                walk = WalkOutcome(seg.size)
-                for view in seg.walk(walk, start=position):
-                    stats.log_bytes_walked += view.size
-                    backwards = offsets_go_back(prev_last, view)
-                    prev_last = view.last_offset
-                    base = view.base_offset if view.base_offset is not None else view.last_offset
-                    if base > last:
-                        return
-                    if view.last_offset < first:
-                        continue
-                    if not started:
-                        started = True
-                        yield SegmentStart(seg)
-                    if backwards is not None:
-                        stats.damaged = True
-                        yield Anomaly(seg, finding("OFFSET_NOT_INCREASING", backwards, seg.log_path.name,
-                                                   view.position, view.base_offset))
-                    yield from _batch_events(seg, view, first, last, limit, stats, batches_only)
-                    if _limit_reached(limit, stats, batches_only):
-                        return
-                    if view.last_offset >= last and backwards is None:
-                        return  # the range ends in this batch: what lies after it (damage too) is not its business
-                if walk.stop is None:
-                    break
-                stats.damaged = True
-                if not started:
-                    started = True
-                    yield SegmentStart(seg)
-                step = kafka_iterator_step(seg.buf, walk.stop.position, seg.size)
-                name = seg.log_path.name
-                yield Damage(seg, walk.stop_finding(name, seg is active, is_records_file(name)),
-                             walk.size - walk.stop.position, step is None, isinstance(step, str))
-                bad = walk.stop_view
-                # Its framing holds, only its checksum fails (a flipped bit, most often).
-                crc_only = walk.stop.reason == "CRC_MISMATCH" and bad is not None
-                if crc_only and salvage and _swallows_a_batch(seg, bad):
-                    crc_only = False  # its length is as damaged as the rest: salvage reads the batch inside it
-                if not (salvage or (crc_only and past_crc)):
-                    break
-                skip_from = walk.stop.position
-                if crc_only:
-                    if _in_range(bad, first, last):  # its records as its bytes read, marked unverified
-                        yield from _batch_events(seg, bad, first, last, limit, stats, batches_only, unverified=True)
-                        if _limit_reached(limit, stats, batches_only) or bad.last_offset >= last:
-                            return
-                    skip_from = bad.position + bad.size
-                    if not salvage:  # as kafka-dump-log: on with the batch that follows it
-                        position = skip_from
-                        continue
-                resume = next_batch(seg.buf, max(skip_from, walk.stop.position + 1), seg.size, seg.base_offset)
-                end = seg.size if resume is None else resume
-                if end > skip_from:
-                    yield Skipped(seg, skip_from, end, resume is not None)
-                if resume is None:
-                    break
-                position = resume
-            if not started:  # a segment the range passes through is announced even when it adds nothing
+            position = p.position if seg is part.segments[p.segment] else 0
+            if (yield from _segment_events(seg, position, seg is active, how)):
+                return
+
+
+def _unreadable(part: Partition, seg: Segment, e: OSError) -> Unreadable:
+    name = seg.log_path.name
+    size = part.size_of(name)
+    return Unreadable(seg, finding("UNREADABLE", f"cannot read {name}: {e.strerror or e}", name, 0, seg.base_offset),
+                      size if size >= 0 else None)
+
+
+def _segment_events(seg: Segment, position: int, active: bool, how: _Reading) -> Generator[Event, None, bool]:
+    """The events of one open segment from `position`; returns True when the range ends in it."""
+    first, last, stats, salvage = how.first, how.last, how.stats, how.salvage
+    started = False
+    prev_last = None
+    while True:
+        walk = WalkOutcome(seg.size)
+        for view in seg.walk(walk, start=position):
+            stats.log_bytes_walked += view.size
+            backwards = offsets_go_back(prev_last, view)
+            prev_last = view.last_offset
+            base = view.base_offset if view.base_offset is not None else view.last_offset
+            if base > last:
+                return True
+            if view.last_offset < first:
+                continue
+            if not started:
+                started = True
                 yield SegmentStart(seg)
+            if backwards is not None:
+                stats.damaged = True
+                yield Anomaly(seg, finding("OFFSET_NOT_INCREASING", backwards, seg.log_path.name,
+                                           view.position, view.base_offset))
+            if not (yield from _batch_events(seg, view, how)):
+                return False
+            if _limit_reached(how):
+                return True
+            if view.last_offset >= last and backwards is None:
+                return True  # the range ends in this batch: what lies after it (damage too) is not its business
+        if walk.stop is None:
+            break
+        stats.damaged = True
+        if not started:
+            started = True
+            yield SegmentStart(seg)
+        step = kafka_iterator_step(seg.buf, walk.stop.position, seg.size)
+        name = seg.log_path.name
+        yield Damage(seg, walk.stop_finding(name, active, is_records_file(name)),
+                     walk.size - walk.stop.position, step is None, isinstance(step, str))
+        bad = walk.stop_view
+        # Its framing holds, only its checksum fails (a flipped bit, most often).
+        crc_only = walk.stop.reason == "CRC_MISMATCH" and bad is not None
+        if crc_only and salvage and _swallows_a_batch(seg, bad):
+            crc_only = False  # its length is as damaged as the rest: salvage reads the batch inside it
+        if not (salvage or (crc_only and how.past_crc)):
+            break
+        skip_from = walk.stop.position
+        if crc_only:
+            if _in_range(bad, first, last):  # its records as its bytes read, marked unverified
+                if not (yield from _batch_events(seg, bad, how, unverified=True)):
+                    return False
+                if _limit_reached(how) or bad.last_offset >= last:
+                    return True
+            skip_from = bad.position + bad.size
+            if not salvage:  # as kafka-dump-log: on with the batch that follows it
+                position = skip_from
+                continue
+        resume = next_batch(seg.buf, max(skip_from, walk.stop.position + 1), seg.size, seg.base_offset)
+        end = seg.size if resume is None else resume
+        if end > skip_from:
+            yield Skipped(seg, skip_from, end, resume is not None)
+        if resume is None:
+            break
+        position = resume
+    if not started:  # a segment the range passes through is announced even when it adds nothing
+        yield SegmentStart(seg)
+    return False
+
+
+def _kafka_records_stop(seg: Segment, view: BatchView, print_data: bool) -> KafkaRecordsStop:
+    """What kafka-dump-log does at a batch whose records could not all be read (see KafkaRecordsStop)."""
+    sizes = _legacy_sizes(seg.buf, view) if view.is_legacy and view.codec == 0 else None
+    return KafkaRecordsStop(seg, view, sizes, sizes is not None and not print_data)
+
+
+def _legacy_sizes(buf, view: BatchView) -> tuple[int, int] | None:
+    """The key and value sizes Kafka's LegacyRecord reads from a v0/v1 message's fields, wherever they point;
+    None where a size field lies past the message's end (reading it throws)."""
+    end = view.position + view.size
+    # After the log overhead: crc 4, magic 1, attributes 1, and a timestamp of 8 unless the magic is 0.
+    key_at = view.position + LOG_OVERHEAD + (6 if view.magic == 0 else 14)
+    if key_at + 4 > end:
+        return None
+    key_size = _INT32.unpack_from(buf, key_at)[0]
+    value_at = key_at + 4 + max(0, key_size)
+    if value_at + 4 > end:
+        return None
+    return key_size, _INT32.unpack_from(buf, value_at)[0]
 
 
 def _swallows_a_batch(seg: Segment, bad: BatchView) -> bool:
@@ -272,23 +367,33 @@ def _in_range(view: BatchView, first: int, last: int) -> bool:
     return base <= last and view.last_offset >= first
 
 
-def _batch_events(seg: Segment, view: BatchView, first: int, last: int, limit: int | None, stats: Stats,
-                  batches_only: bool, unverified: bool = False) -> Iterator[BatchRead]:
-    """The batch (with `batches_only`) or its records in range, in chunks, counted in `stats`."""
+def _batch_events(seg: Segment, view: BatchView, how: _Reading,
+                  unverified: bool = False) -> Generator[Event, None, bool]:
+    """The batch (with `batches_only`) or its records in range, in chunks, counted in `stats`; and, read as
+    kafka-dump-log reads, what that tool does where the records stop short. Returns False where the reading
+    of the file ends in this batch."""
+    stats = how.stats
     stats.batches += 1
-    if batches_only:
+    if how.batches_only:
         yield BatchRead(seg, view, None, None, None, unverified=unverified)
-        return
-    room = None if limit is None else limit - stats.records
-    for i, (records, controls, problem) in enumerate(_record_chunks(seg, view, first, last, room)):
+        return True
+    room = None if how.limit is None else how.limit - stats.records
+    problem = None
+    for i, (records, controls, problem) in enumerate(_record_chunks(seg, view, how.first, how.last, room)):
         stats.records += len(records)
         stats.damaged |= problem is not None
         yield BatchRead(seg, view, records, controls, problem, continued=i > 0, unverified=unverified)
+    if problem is None or not how.as_kafka:
+        return True
+    stop = _kafka_records_stop(seg, view, how.print_data)
+    yield stop
+    return stop.reading_goes_on
 
 
-def _limit_reached(limit: int | None, stats: Stats, batches_only: bool) -> bool:
+def _limit_reached(how: _Reading) -> bool:
     """`limit` caps records, or batches with `batches_only`."""
-    return limit is not None and (stats.batches if batches_only else stats.records) >= limit
+    stats = how.stats
+    return how.limit is not None and (stats.batches if how.batches_only else stats.records) >= how.limit
 
 
 # Records of one batch are handed on this many at a time: a batch can hold millions of tiny records.

@@ -3,7 +3,7 @@ damage met) or as one JSON document holding the same objects under "events".
 
 Every object has a "type": "record", "batch", "damage" (a segment's valid prefix ended: where, why, how
 many bytes follow; or, with "reading_goes_on", damage Kafka's recovery keeps, such as offsets going
-backwards), "skipped" (bytes --salvage passed over) or "records_unreadable" (a batch whose records
+backwards; or a segment that could not be opened, its finding UNREADABLE), "skipped" (bytes --salvage passed over) or "records_unreadable" (a batch whose records
 could not all be decoded). Record objects are built as text rather than through json.dumps of a dict:
 the batch part is encoded once per batch, keys and values go through the decoders' JSON encoders. This
 is about a third of a dump's time (`make bench`, bench/results/dump.md).
@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import codecs
 import json
+import textwrap
 from collections.abc import Callable, Iterable, Iterator
 from json.encoder import encode_basestring_ascii as _string  # json.dumps of one str, without its overhead
 from typing import TYPE_CHECKING, TextIO
 
 from logtool.reads.decoders import PIECE, Decoder, kernel_mode
 from logtool.format.batch import BatchView
-from logtool.reads.ranges import Anomaly, BatchRead, Control, Damage, Event, PackedRecords, Skipped
+from logtool.reads.file_dump import FileDump
+from logtool.reads.ranges import Anomaly, BatchRead, Control, Damage, Event, PackedRecords, Skipped, Unreadable
+from logtool.render.jsonout import undecoded_escaped
 
 if TYPE_CHECKING:
     from logtool.reads.internal_topics import RecordDecoder
@@ -149,6 +152,10 @@ def objects(events: Iterable[Event], key: Decoder, value: Decoder,
             f = ev.finding
             yield _dumps({"type": "damage", "segment": f.file, "position": f.position, "bytes_following": None,
                           "reading_goes_on": True, "finding": f.to_dict()})
+        elif isinstance(ev, Unreadable):  # where and why reading stopped, and the bytes left unread
+            f = ev.finding
+            yield _dumps({"type": "damage", "segment": f.file, "position": f.position, "bytes_following": ev.size,
+                          "finding": f.to_dict()})
         elif isinstance(ev, Skipped):
             yield _dumps({"type": "skipped", "segment": ev.segment.log_path.name, "start": ev.start,
                           "end": ev.end, "bytes": ev.end - ev.start, "resumed": ev.resumed})
@@ -185,3 +192,26 @@ def write_document(events: Iterable[Event], out: TextIO, key: Decoder, value: De
                text.replace(b"\n", b",\n") if isinstance(text, bytes) else text.replace("\n", ",\n"))
         sep = ",\n"
     out.write("\n]" + "".join(f",{_dumps(k)}:{_dumps(v)}" for k, v in tail().items()) + "}\n")
+
+
+def write_file_rows(d: FileDump, out: TextIO) -> int:
+    """The entries of an index, transaction index or producer snapshot as JSON Lines, one object per entry
+    as it is read; returns how many."""
+    n = 0
+    for row in d.rows:
+        out.write(_dumps({"type": d.row_type, **row}) + "\n")
+        n += 1
+    return n
+
+
+def write_file_document(d: FileDump, out: TextIO, exit_code: Callable[[], int]) -> None:
+    """The file's path, row type, entries, stop and exit code as the one document `json.dumps(indent=2)`
+    makes of them, written an entry at a time (the stop and the exit code are known once the entries are)."""
+    out.write(f'{{\n  "path": {_string(undecoded_escaped(str(d.path)))},\n  "type": {_string(d.row_type)},\n'
+              f'  "entries": [')
+    sep = "\n"
+    for row in d.rows:
+        out.write(sep + textwrap.indent(json.dumps(row, indent=2), "    "))
+        sep = ",\n"
+    stop = "null" if d.stop is None else _string(undecoded_escaped(d.stop))
+    out.write(("]" if sep == "\n" else "\n  ]") + f',\n  "stop": {stop},\n  "exit_code": {exit_code()}\n}}\n')

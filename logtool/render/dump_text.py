@@ -19,7 +19,8 @@ from logtool.format.messages import jackson
 from logtool.format.records import Record
 from logtool.reads.file_dump import FileDump
 from logtool.store.layout import BOOTSTRAP_CHECKPOINT, kraft_snapshot_id
-from logtool.reads.ranges import Anomaly, BatchRead, Control, Damage, Event, PackedRecords, SegmentStart, Skipped
+from logtool.reads.ranges import (Anomaly, BatchRead, Control, Damage, Event, KafkaRecordsStop, PackedRecords,
+                                  SegmentStart, Skipped, Unreadable)
 
 if TYPE_CHECKING:
     from logtool.reads.internal_topics import RecordDecoder
@@ -58,8 +59,8 @@ def record_line(v: BatchView, r: Record, control: Control | None, key: Decoder |
 def record_pieces(v: BatchView, r: Record, control: Control | None, key: Decoder | None,
                   value: Decoder | None, whole: RecordDecoder | None = None) -> Iterator[str]:
     """The record's line in pieces: a large key or value is decoded a piece at a time (over a MiB)."""
-    parts = [f"| offset: {r.offset} {v.timestamp_type}: {r.timestamp} "
-             f"keySize: {-1 if r.key is None else len(r.key)} valueSize: {-1 if r.value is None else len(r.value)}"]
+    parts = [_record_head(v, r.offset, r.timestamp, -1 if r.key is None else len(r.key),
+                          -1 if r.value is None else len(r.value))]
     if v.magic >= 2:
         keys = ",".join(h.key.decode("utf-8", "replace") for h in r.headers)  # Java decodes keys as Strings
         parts.append(f" sequence: {r.sequence} headerKeys: [{keys}]")
@@ -83,6 +84,17 @@ def record_pieces(v: BatchView, r: Record, control: Control | None, key: Decoder
             yield from value.text_pieces(r.value) if len(r.value) > LARGE else (value.text(r.value),)
 
 
+def _record_head(v: BatchView, offset: int, timestamp: int, key_size: int, value_size: int) -> str:
+    return f"| offset: {offset} {v.timestamp_type}: {timestamp} keySize: {key_size} valueSize: {value_size}"
+
+
+def _torn_legacy_line(v: BatchView, key_size: int, value_size: int) -> str:
+    """`printRecordMetadata` of a v0/v1 message whose value runs past its end: the record is the message, its
+    sizes as its fields give them (KafkaRecordsStop)."""
+    return (_record_head(v, v.last_offset, v.max_timestamp, key_size, value_size)
+            + f" isValid: {_bool(v.is_valid)} crc: {v.crc_stored}")
+
+
 def _control_part(c: Control) -> str:
     m = c.marker
     if m.coordinator_epoch is not None:
@@ -104,14 +116,17 @@ def _file_header(seg) -> str:
 
 
 def render(events: Iterable[Event], out: TextIO, key: Decoder | None, value: Decoder | None, err: TextIO,
-           whole: RecordDecoder | None = None) -> None:
+           whole: RecordDecoder | None = None) -> bool:
     """Write the events as kafka-dump-log's lines on `out` (its "Found N invalid bytes" line included, where
     its iterator ends quietly), and logtool's explanation of any damage, one `logtool:` line each, on `err`:
     stdout stays Kafka's. `key`/`value` None: record lines without keys and payloads. At the end, as Kafka's
-    tool does on stderr, every place where a record's offset is not the one before it plus one."""
+    tool does on stderr, every place where a record's offset is not the one before it plus one. Returns True
+    when the text ends inside a line, as Kafka's does where its tool throws in the middle of one: whatever
+    is written after it must start a line first."""
     gaps: dict[str, dict[int, int]] = {}  # segment (absolute path) -> previous offset -> the offset after it
     previous = -1
     kafka_died = False  # Kafka's tool threw: it never gets to its list of gaps
+    open_line = False
     modes = (NOT_SHOWN, NOT_SHOWN) if key is None or value is None else \
         (None, None) if whole is not None else (kernel_mode(key), kernel_mode(value))
     for ev in events:
@@ -152,8 +167,25 @@ def render(events: Iterable[Event], out: TextIO, key: Decoder | None, value: Dec
                 err.write(f"logtool: reading records stopped in the batch at byte {f.position} of {f.file}: "
                           f"{f.code} {f.name}: {f.message}\n")
         elif isinstance(ev, SegmentStart):
-            out.write(f"Dumping {ev.segment.log_path}\n{_file_header(ev.segment)}\n")
+            out.write(("\n" if open_line else "") + f"Dumping {ev.segment.log_path}\n{_file_header(ev.segment)}\n")
+            open_line = False
             previous = -1  # Kafka's tool counts from -1 in each file
+        elif isinstance(ev, KafkaRecordsStop):
+            if ev.legacy_sizes is not None:  # its one record's line, the sizes as the message's fields give them
+                offset = ev.view.last_offset
+                if offset != previous + 1:
+                    gaps.setdefault(os.path.abspath(ev.segment.log_path), {})[previous] = offset
+                previous = offset
+                out.write(_torn_legacy_line(ev.view, *ev.legacy_sizes) + ("\n" if ev.reading_goes_on else ""))
+                open_line = not ev.reading_goes_on
+            if not ev.reading_goes_on:
+                kafka_died = True
+                err.write(f"logtool: kafka-dump-log throws in the records of the batch at byte {ev.view.position} of "
+                          f"{ev.segment.log_path.name}: its text of the file ends there, and so does this one "
+                          f"(--salvage reads on)\n")
+        elif isinstance(ev, Unreadable):
+            kafka_died = True  # it cannot open the file
+            err.write(f"logtool: {ev.finding.message} (its records are left out)\n")
         elif isinstance(ev, Damage):
             f = ev.finding
             if ev.kafka_ends_quietly:
@@ -171,6 +203,7 @@ def render(events: Iterable[Event], out: TextIO, key: Decoder | None, value: Dec
     for path, pairs in ({} if kafka_died else gaps).items():
         err.write(f"Non-consecutive offsets in {path}\n")
         err.write("".join(f"  {a} is followed by {b}\n" for a, b in sorted(pairs.items())))
+    return open_line
 
 
 def _compiled_lines(ev: BatchRead, modes: tuple[int | None, int | None], previous: int) -> tuple | None:
@@ -179,16 +212,18 @@ def _compiled_lines(ev: BatchRead, modes: tuple[int | None, int | None], previou
     return ev.records.rendered("text", modes, previous) if isinstance(ev.records, PackedRecords) else None
 
 
-def file_dump_lines(d: FileDump) -> list[str]:
-    """kafka-dump-log's stdout for an index, transaction index or producer snapshot (its words, its order)."""
-    lines = [f"Dumping {d.path}"]
+def file_dump_lines(d: FileDump) -> Iterator[str]:
+    """kafka-dump-log's stdout for an index, transaction index or producer snapshot (its words, its order),
+    a line at a time: the rows are read as the lines are asked for."""
+    yield f"Dumping {d.path}"
     if d.empty:
-        lines.append(f"{d.path} is empty.")
+        yield f"{d.path} is empty."
     if d.passed_sanity:
-        lines.append(f"{d.path} passed sanity check.")
-    for row in ([] if d.mode == "verify" else d.rows):
+        yield f"{d.path} passed sanity check."
+    for row in d.rows:
+        if d.mode == "verify":
+            continue  # every entry is still read: Kafka's tool checks them all, and stops where it throws
         if d.row_type == "producer_state":  # an OptionalLong, as Java prints one
             first = row["currentTxnFirstOffset"]
             row = {**row, "currentTxnFirstOffset": "OptionalLong.empty" if first is None else f"OptionalLong[{first}]"}
-        lines.append(" ".join(f"{k}: {v}" for k, v in row.items()))  # ints and strings: as Java prints them
-    return lines
+        yield " ".join([f"{k}: {v}" for k, v in row.items()])  # ints and strings: as Java prints them

@@ -1,6 +1,6 @@
-"""Progress on a terminal (stderr), nothing in a pipe or a file: bytes read of bytes to read, the rate and
-the time left, moving within a segment as the walker passes its bytes; or counted steps where bytes are
-not known (the audit's listing)."""
+"""Progress on a terminal (on stderr, never stdout), nothing in a pipe or a file: bytes read of bytes to
+read, the rate and the time left, moving within a segment as the walker passes its bytes; or counted steps
+where bytes are not known (the audit's listing)."""
 from __future__ import annotations
 
 import sys
@@ -66,6 +66,11 @@ def progress(label: str, in_bytes: bool = True, shown: bool | None = None) -> It
 
     columns = ([DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn()] if in_bytes
                else [MofNCompleteColumn(), TimeElapsedColumn()])
-    bar = Progress(TextColumn(label), BarColumn(), *columns, console=Console(stderr=True), transient=True)
+    # stdout is never the display's: by default rich swaps sys.stdout for a proxy that prints through the
+    # console while the bar is live, so that what a command writes there (records, a report) would land on
+    # the terminal, re-wrapped, instead of in the file or pipe it was sent to. Lines written to stderr
+    # meanwhile are printed above the bar.
+    bar = Progress(TextColumn(label), BarColumn(), *columns, console=Console(stderr=True), transient=True,
+                   redirect_stdout=False)
     with bar:
         yield Meter(bar)
