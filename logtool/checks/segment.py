@@ -43,6 +43,9 @@ class SegmentReport:
     producers: dict[int, ProducerSpan] = field(default_factory=dict)
     # __consumer_offsets with --deep: each key's first and last commit here (checks/consumer_offsets.py).
     commits: dict | None = None
+    # False: the file could not be opened or read (the partition's UNREADABLE finding says why), so nothing
+    # is known of the offsets it holds.
+    readable: bool = True
 
     def to_dict(self) -> dict:
         return {
@@ -181,7 +184,7 @@ def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | Non
     it is asked only when the walk stops short."""
     name = seg.log_path.name
     indexed = name.endswith(".log")
-    rep = SegmentReport(name, seg.base_offset, seg.size)
+    rep = SegmentReport(name, seg.base_offset, seg.file_size)
     sink = Sink(name)
     rules = _BatchRules(seg, rep, sink)
     fed: list[Lens] = [rules]
@@ -192,7 +195,7 @@ def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | Non
         rep.indexes[suffix[1:]] = side.size if side.exists else None
         if side.exists:
             index_checks.append(check(side, seg.base_offset, active, sink))
-        elif seg.size:
+        elif seg.file_size:
             sink.add("INDEX_MISSING" if suffix == ".index" else "TIMEINDEX_MISSING", "no such file beside the segment",
                      file=side.name)
     txn = seg.side(".txnindex") if indexed else None
@@ -208,11 +211,11 @@ def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | Non
     if commits is not None:
         fed.append(commits)
     fed += lenses
-    if seg.size >= MAX_SEGMENT_BYTES:
-        sink.add("SEGMENT_TOO_LARGE", f"{seg.size} bytes")
-    if seg.size == 0:
+    if seg.file_size >= MAX_SEGMENT_BYTES:
+        sink.add("SEGMENT_TOO_LARGE", f"{seg.file_size} bytes")
+    if seg.file_size == 0:
         sink.add("EMPTY_SEGMENT", "the segment is empty")
-    walk = WalkOutcome(seg.size)
+    walk = WalkOutcome(seg.file_size)
     records = 0
     buf = seg.buf
     feeds = [feeder(lens) for lens in fed]
@@ -223,7 +226,7 @@ def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | Non
             for view in views:
                 sink.walked.at = view.position
                 records += check_records(buf, view, sink)
-    sink.walked.at = seg.size  # what the lenses find at the end comes after what they found on the way
+    sink.walked.at = seg.file_size  # what the lenses find at the end comes after what they found on the way
     rules.finish()
     rep.valid_bytes, rep.batches = walk.valid_bytes, walk.batches
     rep.records = records if deep else None

@@ -7,7 +7,7 @@ import click
 
 from logtool import exitcodes
 from logtool.commands.failure import Failure
-from logtool.commands.options import TIME_FORMS, epilog, format_choice, parse_time
+from logtool.commands.options import PATH, TIME_FORMS, epilog, format_choice, parse_time
 from logtool.render.find import render_hit
 from logtool.render.jsonout import emit_json
 from logtool.render.progress import progress
@@ -20,7 +20,7 @@ from logtool.store.seek import SeekError, seek_offset, seek_timestamp
     ("logtool find orders-0 --timestamp 2024-05-01T09:30:00Z", "the first record at or after that time, as ListOffsets"),
     ("logtool find orders-0 --offset 42 --format json | jq .position", "the byte position, for a script"),
 ], "4 here: the offset or time is not in the partition."))
-@click.argument("path", type=click.Path(path_type=Path))
+@click.argument("path", type=PATH)
 @click.option("--offset", type=click.IntRange(min=0), help="the offset to find")
 @click.option("--timestamp", "when", help=f"the first record at or after this time ({TIME_FORMS})")
 @format_choice("text", "json")

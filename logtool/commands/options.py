@@ -8,7 +8,10 @@ from pathlib import Path
 
 import click
 
-paths_argument = click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+# A path argument or option. Not `readable`: click would refuse a path it may not read as a usage error (16);
+# the command tries it and reports what it cannot read as any other unreadable file, an operational error (8).
+PATH = click.Path(path_type=Path, readable=False)
+paths_argument = click.argument("paths", nargs=-1, required=True, type=PATH)
 
 
 def format_choice(*formats: str, what: str = "text for people, json for machines (one document)"):

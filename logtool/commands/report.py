@@ -11,7 +11,7 @@ import click
 
 from logtool import exitcodes
 from logtool.commands.failure import Failure
-from logtool.commands.options import epilog
+from logtool.commands.options import PATH, epilog
 from logtool.render.report_html import html_report
 from logtool.store.layout import PathKind, classify_path
 
@@ -20,7 +20,7 @@ from logtool.store.layout import PathKind, classify_path
     ("logtool report /var/tmp/audit", "writes /var/tmp/audit/report.html"),
     ("logtool report /var/tmp/audit -o - > today.html", "the page on standard output"),
 ]))
-@click.argument("audit_dir", type=click.Path(path_type=Path))
+@click.argument("audit_dir", type=PATH)
 @click.option("--output", "-o", metavar="FILE", help="where to write the page; - for standard output  "
                                                      "[default: AUDIT_DIR/report.html]")
 def command(audit_dir: Path, output: str | None) -> int:

@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 import click
-from pathlib import Path
 
-from logtool.commands.options import epilog, format_option
+from logtool.commands.options import PATH, epilog, format_option
 from logtool.commands.checking import checked, emit
 from logtool.render.text import render_inventory
 
@@ -14,7 +13,7 @@ from logtool.render.text import render_inventory
     ("logtool scan /var/lib/kafka/data/orders-0 --format json | jq '.partitions[].segments[].file'",
      "the segments of one partition, for a script"),
 ], "4 here: a partition is damaged or has warnings, as verify would say."))
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, type=PATH)
 @format_option
 def command(paths, fmt: str) -> int:
     """Inventory of log dirs, partition dirs or .log files: partitions, segments, offsets, timestamps,

@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 
 from logtool import exitcodes
 from logtool.checks.engine import Report, open_target, plan_targets, unreadable
 from logtool.checks.partition import PartitionReport
-from logtool.commands.options import epilog, format_option, transaction_timeout_option
+from logtool.commands.options import PATH, epilog, format_option, transaction_timeout_option
 from logtool.reads.transactions import read_transactions
 from logtool.render.jsonout import emit_json, emit_jsonl
 from logtool.render.txn import render_txn
@@ -20,7 +19,7 @@ from logtool.render.txn import render_txn
     ("logtool txn /var/lib/kafka/data --format jsonl | jq 'select(.hanging)'",
      "the hanging transactions of a whole log dir, for a script"),
 ], "4 here: a transaction is hanging (open longer than --transaction-timeout)."))
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, type=PATH)
 @transaction_timeout_option
 @format_option
 def command(paths, transaction_timeout_ms: int, fmt: str) -> int:

@@ -1,16 +1,25 @@
 """Opening a file for reading in place: a read-only mapping, never a copy, and never of something that is
-not a regular file (a FIFO would block `open` forever, a device could be endless)."""
+not a regular file (a FIFO would block `open` forever, a device could be endless). A file larger than any
+segment can be is mapped only in part (`open_prefix`), its rest read in bounded windows (`zeros_from`): the
+address space (ulimit -v) may not hold it whole. A mapping the address space has no room for is an OSError
+that says so."""
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import stat
 from pathlib import Path
 
-from logtool.store.mapguard import guard
+from logtool.store.mapguard import Guard, guard
 
 _WHAT = {stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a character device",
          stat.S_IFBLK: "a block device", stat.S_IFDIR: "a directory"}
+
+# The least of a file's first bytes `open_prefix` maps before it gives up for want of address space.
+SMALLEST_PREFIX = 64 << 20
+# The most of a file `zeros_from` maps at once.
+WINDOW = 64 << 20
 
 
 class NotRegularFile(OSError):
@@ -33,29 +42,110 @@ class GuardedMap(mmap.mmap):
     """A read-only mapping that a file cut short under it cannot kill the process through: a page past the
     new end reads as zeros (store/mapguard.py), and `faulted_at` says from where."""
 
-    def __new__(cls, fd: int, size: int):
-        self = super().__new__(cls, fd, size, access=mmap.ACCESS_READ)
+    _guard: Guard | None = None  # stays None on a mapping that failed: there is nothing to unregister
+
+    def __new__(cls, fd: int, size: int, offset: int = 0):
+        self = super().__new__(cls, fd, size, access=mmap.ACCESS_READ, offset=offset)
         self._guard = guard(self, hold=False)
         return self
 
     def faulted_at(self) -> int | None:
-        """None, or the offset (page-aligned) from which the file was gone when it was read."""
-        return self._guard.faulted_at()
+        """None, or the offset (page-aligned, from the start of the mapping) from which the file was gone
+        when it was read."""
+        return self._guard.faulted_at() if self._guard is not None else None
 
     def close(self) -> None:
-        self._guard.close()  # before the unmap: the addresses may be reused by another mapping
+        if self._guard is not None:
+            self._guard.close()  # before the unmap: the addresses may be reused by another mapping
         super().close()
 
     def __del__(self) -> None:
-        self._guard.close()
+        if self._guard is not None:
+            self._guard.close()
 
 
-def open_readonly(path: Path) -> tuple[object, int]:
+def _mapped(fd: int, path: Path, length: int, size: int, offset: int = 0) -> GuardedMap:
+    """`length` bytes of the file from `offset`. Raises OSError; one that says, when the address space has no
+    room for the mapping (ulimit -v), how large it was."""
+    try:
+        return GuardedMap(fd, length, offset)
+    except OSError as e:
+        if e.errno != errno.ENOMEM:
+            raise
+        what = f"its {size} bytes" if length == size else f"{length} of its {size} bytes"
+        raise OSError(e.errno, f"{e.strerror}: no room in the address space to map {what} (ulimit -v)",
+                      str(path)) from None
+
+
+def open_readonly(path: Path) -> tuple[GuardedMap | bytes, int]:
     """A read-only buffer over a file (a GuardedMap, or b"" when empty) and its size. Raises OSError."""
     fd, size = open_regular(path)
     try:
         if size == 0:
             return b"", 0
-        return GuardedMap(fd, size), size
+        return _mapped(fd, path, size, size), size
     finally:
         os.close(fd)
+
+
+def open_prefix(path: Path, most: int) -> tuple[GuardedMap | bytes, int]:
+    """A read-only buffer over the file's first `most` bytes (all of them in a smaller file), or as many of
+    them as the address space has room for, down to SMALLEST_PREFIX; and the file's size. For a file too
+    large to be anything but hostile, whose bytes past `most` are only ever read by `zeros_from`. Raises
+    OSError."""
+    fd, size = open_regular(path)
+    try:
+        if size == 0:
+            return b"", 0
+        length = min(size, most)
+        while True:
+            try:
+                return _mapped(fd, path, length, size), size
+            except OSError as e:
+                if e.errno != errno.ENOMEM or length <= SMALLEST_PREFIX:
+                    raise
+                length = max(SMALLEST_PREFIX, length // 2)
+    finally:
+        os.close(fd)
+
+
+_ZEROS = bytes(1 << 20)
+
+
+def zeros_from(path: Path, start: int, end: int) -> bool:
+    """Whether the file holds nothing but zeros from byte `start` to `end` (or to its end, if sooner). Its
+    holes are passed unread (SEEK_DATA; a sparse file of terabytes takes no time); the rest is mapped at
+    most WINDOW bytes at a time. Raises OSError."""
+    fd, size = open_regular(path)
+    try:
+        pos, end = start, min(end, size)
+        while pos < end:
+            try:
+                pos = os.lseek(fd, pos, os.SEEK_DATA)
+            except OSError as e:
+                if e.errno == errno.ENXIO:  # nothing but a hole from here to the end of the file
+                    return True
+                raise
+            if pos >= end:
+                return True
+            origin = pos - pos % mmap.ALLOCATIONGRANULARITY
+            stop = min(end, origin + WINDOW)
+            window = _mapped(fd, path, stop - origin, size, origin)
+            try:
+                if not _all_zeros(window, pos - origin, stop - origin):
+                    return False
+            finally:
+                window.close()
+            pos = stop
+        return True
+    finally:
+        os.close(fd)
+
+
+def _all_zeros(buf, start: int, end: int) -> bool:
+    # A megabyte at a time: a slice of a window is a copy.
+    for pos in range(start, end, len(_ZEROS)):
+        n = min(len(_ZEROS), end - pos)
+        if buf[pos:pos + n] != _ZEROS[:n]:
+            return False
+    return True

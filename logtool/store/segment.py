@@ -3,18 +3,19 @@ valid, and where the valid prefix of a `.log` file ends, exactly as Kafka's `Log
 """
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeGuard
 
 from logtool.findings import Finding, finding
 from logtool.format import kernel
-from logtool.format.batch import BatchView, FrameStop, read_entry
+from logtool.format.batch import MAX_SEGMENT_BYTES, BatchView, FrameStop, read_entry
 from logtool.format.records import RecordError, first_control, first_legacy_offset
-from logtool.store.mapping import GuardedMap, open_readonly
+from logtool.store.mapping import GuardedMap, open_prefix, open_readonly, zeros_from
 from logtool.store.sidefile import SideFile, read_side
 
 if TYPE_CHECKING:
@@ -33,6 +34,18 @@ FIRST_RUN = 64 << 10  # the bytes of batches the kernel checks in its first run 
 # of views (~430 bytes each), and 32 MiB of 60-byte batches would be 230 MB of them.
 LONGEST_RUN = 256 << 10
 MOST_VIEWS = 4096
+# The most of a file mapped to walk it: no entry Kafka reads ends past it (a larger file is SEGMENT_TOO_LARGE:
+# Kafka refuses to load it). What lies past it is only read to learn whether it is zeros, in windows.
+MAPPED_AT_MOST = MAX_SEGMENT_BYTES
+# Stops whose reason rests on the bytes up to the end of the file (zeros to the end, too few bytes left, a
+# batch longer than what is left).
+_STOPS_AT_END = {"ZERO_TAIL", "SHORT_TAIL", "TORN_BATCH", "GARBAGE"}
+
+
+def _rests_on_the_end(entry: BatchView | FrameStop | None) -> TypeGuard[FrameStop | None]:
+    """Whether `read_entry`'s answer rests on where the buffer ends (None: it ended there): at the end of
+    a mapping shorter than its file, it may not be the file's."""
+    return entry is None or isinstance(entry, FrameStop) and entry.reason in _STOPS_AT_END
 
 
 def _release(buf, start: int, end: int) -> int:
@@ -104,15 +117,22 @@ class Segment:
     log_path: Path
     base_offset: int
     _buf: object = field(default=None, repr=False)
-    _size: int = 0
+    _size: int = 0  # the bytes of `buf`
+    _file_size: int = 0
     opened_mtime_ns: int = 0  # the file's mtime when it was opened: a change since means it is being written
     reading: "ReadPolicy | None" = None  # paces reads and spares the page cache (store/pacing.py); None: neither
     _pacer: "Pacer | None" = field(default=None, repr=False)
 
     def open(self) -> "Segment":
         if self._buf is None:
-            self._buf, self._size = open_readonly(self.log_path)
-            self.opened_mtime_ns = os.stat(self.log_path).st_mtime_ns
+            st = os.stat(self.log_path)
+            if st.st_size <= MAPPED_AT_MOST:
+                buf, self._file_size = open_readonly(self.log_path)
+            else:  # no segment is this large (a sparse file of terabytes can be): the address space may not
+                # hold it whole, and reading it through would take hours where its holes take no time
+                buf, self._file_size = open_prefix(self.log_path, MAPPED_AT_MOST)
+            self._buf, self._size = buf, len(buf)
+            self.opened_mtime_ns = st.st_mtime_ns
             if self.reading is not None:
                 self._pacer = self.reading.open(self.log_path, self._size)
         return self
@@ -137,8 +157,14 @@ class Segment:
 
     @property
     def size(self) -> int:
+        """The bytes of `buf`: the file's size, unless it is larger than any segment can be (`file_size`)."""
         self.open()
         return self._size
+
+    @property
+    def file_size(self) -> int:
+        self.open()
+        return self._file_size
 
     def changed_since_opened(self) -> bool:
         """Whether the file grew, shrank or was written since it was opened."""
@@ -146,7 +172,7 @@ class Segment:
             st = os.stat(self.log_path)
         except OSError:
             return True
-        return st.st_size != self._size or st.st_mtime_ns != self.opened_mtime_ns
+        return st.st_size != self._file_size or st.st_mtime_ns != self.opened_mtime_ns
 
     def side(self, suffix: str) -> SideFile:
         """The segment's index file with this suffix, mapped read-only (or why it cannot be)."""
@@ -176,10 +202,11 @@ class Segment:
         twice as many bytes as the one before (a seek that wants one batch checks few), at most LONGEST_RUN
         when the caller reads the bytes (MOST_VIEWS batches when it does not), and never past the next
         release mark; every other entry is read here, so each stop keeps its reason and its words.
+        Raises OSError where the valid prefix goes on past what could be mapped of the file.
         """
         buf, end = self.buf, self.size
-        walk = result if result is not None else WalkOutcome(end)
-        walk.size = end
+        walk = result if result is not None else WalkOutcome(self.file_size)
+        walk.size = self.file_size
         pos = released = start
         every = self.reading.every if self.reading is not None else RELEASE_EVERY
         fast = kernel.KERNEL
@@ -200,6 +227,8 @@ class Segment:
                     yield views
                     continue
             entry = read_entry(buf, pos, end)
+            if end < walk.size and _rests_on_the_end(entry):
+                entry = self._stop_past_the_mapping(pos, entry)
             if entry is None:
                 break
             if isinstance(entry, FrameStop):
@@ -225,6 +254,18 @@ class Segment:
             yield [entry]
         if walk.stop is not None and isinstance(buf, GuardedMap):
             walk.shrunk_at = buf.faulted_at()
+
+    def _stop_past_the_mapping(self, pos: int, stop: FrameStop | None) -> FrameStop:
+        """Where a walk from `pos` reached the end of a mapping shorter than its file (`stop`: what it found
+        there): zeros to the end of the file, or what it could not read (OSError)."""
+        zeros = stop is None or stop.reason == "ZERO_TAIL"  # from `pos` to the end of the mapping
+        if zeros and zeros_from(self.log_path, self._size, self._file_size):
+            return FrameStop(pos, "ZERO_TAIL", f"{self._file_size - pos} zero bytes after the last batch "
+                                               f"(preallocated or zero-filled)")
+        code, why = ((errno.ENOMEM, "no room in the address space to map more of it: ulimit -v")
+                     if self._size < MAPPED_AT_MOST else (errno.EFBIG, "no segment holds more"))
+        raise OSError(code, f"read only its first {self._size} of {self._file_size} bytes ({why}), and the log goes "
+                            f"on past them", str(self.log_path))
 
 
 def _with_legacy_base(buf, view: BatchView) -> BatchView:
