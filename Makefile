@@ -22,6 +22,8 @@ $(STAMP): $(CORE)
 demo: $(CORE)  # exit 4 from either: problems found, as the demo intends (its sample carries planted damage)
 	$(BIN)/logtool scan fixtures/sample-logdir || test $$? -eq 4
 	$(BIN)/logtool verify fixtures/sample-logdir || test $$? -eq 4
+	@echo "logtool is installed in $(VENV) (not on your PATH); run it as:"
+	@echo "$(BIN)/logtool --help"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

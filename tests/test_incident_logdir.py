@@ -81,8 +81,7 @@ def test_the_plan_moves_a_refused_dir_and_a_tmp_leftover_and_restore_puts_them_b
     assert not (log_dir / "lost+found").exists() and not (log_dir / "recovery-point-offset-checkpoint.tmp").exists()
     v = logtool("verify", "--format", "json", log_dir)
     assert v.returncode == 0, v.stdout  # nothing left: the broker starts, and loses nothing
-    (verdict,) = json.loads(v.stdout)["verdict"] if "verdict" in json.loads(v.stdout) else \
-        [x.to_dict() for x in verdicts(run_checks([log_dir], False))]
+    (verdict,) = json.loads(v.stdout)["verdict"]
     assert verdict["broker_starts"] and not verdict["blockers"] and not verdict["recovery"]
 
     (run,) = [p for p in q.iterdir() if p.is_dir()]
@@ -194,3 +193,16 @@ def test_a_missing_meta_properties_with_no_answer_is_explained_not_guessed(tmp_p
     assert not [x for x in plan["log_dirs"] if x["action"] == "rebuild meta.properties"]
     (note,) = plan["log_dir_notes"]
     assert "cannot be rebuilt" in note["note"] and "kafka-storage.sh format" in note["note"]
+
+
+def test_verify_prints_the_verdict_in_text_json_and_json_lines(tmp_path):
+    log_dir = blocked_copy(tmp_path)
+    text = logtool("verify", log_dir)
+    assert f"verdict {log_dir}: the broker would not start with it:" in text.stdout
+    assert f"\n    logtool truncate {log_dir}\n" in text.stdout, "the next command on a line of its own"
+    (doc,) = json.loads(logtool("verify", "--format", "json", log_dir).stdout)["verdict"]
+    rows = [json.loads(line) for line in logtool("verify", "--format", "jsonl", log_dir).stdout.splitlines()]
+    (row,) = [r for r in rows if r["type"] == "verdict"]
+    assert rows[-1]["type"] == "summary" and {k: v for k, v in row.items() if k != "type"} == doc
+    assert doc["broker_starts"] is False and [b["file"] for b in doc["blockers"]] == ["lost+found"]
+    assert doc["recovery_bytes_cut"] == 1477 and doc["next"] == [f"logtool truncate {log_dir}"]

@@ -43,8 +43,12 @@ class PartitionReport:
 
     @property
     def status(self) -> str:
-        worst = self.worst
-        return "damaged" if worst is not None and worst >= Severity.WARNING else "clean"
+        """clean; untrimmed (its only problem a preallocated zero tail, which recovery trims: nothing is lost);
+        damaged."""
+        problems = {f.name for f in self.all_findings() if f.severity >= Severity.WARNING}
+        if not problems:
+            return "clean"
+        return "untrimmed" if problems == {"PREALLOCATED_TAIL"} else "damaged"
 
     def to_dict(self) -> dict:
         return {"path": self.path, "topic": self.topic, "partition": self.partition, "dir_kind": self.dir_kind,
@@ -82,8 +86,10 @@ def check_segments(part: Partition, deep: bool, which: range, lens: Lens | None 
                                                   txns=txns, lenses=lenses,
                                                   writer=part.writer if i == last else None, topic=part.topic))
         except OSError as e:
-            rep.findings.append(finding("UNREADABLE", f"cannot read {seg.log_path.name}: {e.strerror or e}",
-                                        seg.log_path.name))
+            name = seg.log_path.name
+            rep.findings.append(finding("UNREADABLE", f"cannot read {name}: {e.strerror or e}", name))
+            # Still one of the partition's segments: counted, and no gap is claimed where its offsets are.
+            rep.segments.append(SegmentReport(name, seg.base_offset, max(0, part.size_of(name)), readable=False))
     if which.stop == len(part.segments) and not part.single_file:  # once per partition: with its last piece
         rep.findings += _check_kraft_snapshots(part, deep)
     return rep
@@ -152,6 +158,8 @@ def _check_segment_set(rep: PartitionReport) -> None:
                                             f"in no segment ({prev.file} -> {seg.file})", seg.file, 0, seg.base_offset))
         if seg.last_offset is not None:
             prev = seg
+        elif not seg.readable:
+            prev = None  # the offsets it holds are unknown: no gap or overlap is claimed across it
 
 
 def _check_other_files(part: Partition, rep: PartitionReport, replay: Replay) -> None:

@@ -6,19 +6,21 @@ from dataclasses import replace
 from pathlib import Path
 
 import click
+from rich.markup import escape
 
 from logtool.findings import Group, Severity
 from logtool.format.index import entries
 from logtool.rules.expected_index import DEFAULT_INDEX_INTERVAL_BYTES
 from logtool.checks.engine import Report
 from logtool.commands.repairing import command_line, finish_unfinished, writing
-from logtool.commands.options import epilog, fail_on_option, format_choice, format_option
+from logtool.commands.options import PATH, epilog, fail_on_option, format_choice, format_option
 from logtool import exitcodes
 from logtool.recovery import index_rebuild
 from logtool.commands.checking import checked, emit
 from logtool.render.jsonout import emit_json
 from logtool.render.progress import progress
-from logtool.render.text import console, render_verify
+from logtool.render.repair import undo_lines
+from logtool.render.text import console, glued, render_verify
 
 # What `index verify` reports besides the index group: index files without a log, and what stops reading.
 _ALSO_INDEX_VERIFY = {"ORPHAN_INDEX", "UNREADABLE", "NOT_KAFKA", "FILE_SHRANK_WHILE_READ"}
@@ -45,7 +47,7 @@ def _only_index_findings(report: Report) -> Report:
     ("logtool index verify /var/lib/kafka/data", "every index of a log dir against its log"),
     ("logtool index verify --fail-on error orders-0", "exit 4 only for indexes the broker would not heal itself"),
 ], "4 here: an index finding at or above --fail-on."))
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, type=PATH)
 @format_option
 @fail_on_option
 @click.option("--show-info", is_flag=True, help="also list info findings in text output")
@@ -64,9 +66,9 @@ def verify_command(paths, fmt: str, fail_on: str, show_info: bool) -> int:
     ("logtool index rebuild --force --apply --quarantine /var/tmp/q orders-0",
      "rewrite every index that differs from recovery's, wrong or not"),
 ], "4 here: files are to be rewritten (a dry run); 1: they were."))
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, type=PATH)
 @click.option("--apply", "do_apply", is_flag=True, help="write the rebuilt indexes (old files go to the quarantine)")
-@click.option("--quarantine", "--backup-dir", "quarantine", type=click.Path(path_type=Path),
+@click.option("--quarantine", "--backup-dir", "quarantine", type=PATH,
               help="where replaced index files are kept (outside the log dir); required with --apply")
 @click.option("--index-interval-bytes", type=click.IntRange(min=1), default=DEFAULT_INDEX_INTERVAL_BYTES,
               show_default=True, help="the topic's index.interval.bytes")
@@ -93,7 +95,8 @@ def rebuild_command(paths, do_apply: bool, quarantine: Path | None, index_interv
                              index_interval_bytes, *["--force"] * force, *paths)
         with writing():
             run_dir, written = index_rebuild.rebuild(plans, quarantine, again)
-        print(f"logtool: replaced files kept in {run_dir} (undo with `logtool restore {run_dir}`)", file=sys.stderr)
+        for line in undo_lines(run_dir, "replaced files"):
+            print(line, file=sys.stderr)
     rc = _rebuild_exit_code(plans, problems, do_apply, written + len(resumed))
     if fmt == "json":
         emit_json({"partitions": [p.to_dict() for p in plans], "problems": problems, "applied": do_apply,
@@ -117,15 +120,19 @@ def _render(plans, applied: bool) -> None:
     out = console()
     for p in plans:
         pending = p.pending
+        partition = escape(glued(str(p.partition)))
         if pending:
-            out.print(f"[bold]{p.partition}[/]: {'rewrote' if applied else 'would rewrite'} {len(pending)} of "
+            out.print(f"[bold]{partition}[/]: {'rewrote' if applied else 'would rewrite'} {len(pending)} of "
                       f"{len(p.changes)} index files")
+        elif p.changes:
+            out.print(f"[bold]{partition}[/]: all {len(p.changes)} index files match the log")
         else:
-            out.print(f"[bold]{p.partition}[/]: all {len(p.changes)} index files match the log")
+            out.print(f"[bold]{partition}[/]: no index file to rewrite")
         for c in pending:
             d = c.to_dict()
             old = "missing" if d["old_entries"] is None else f"{entries(d['old_entries'])} ({d['old_size']} bytes)"
-            out.print(f"  {Path(d['file']).name}: {old} -> {entries(d['new_entries'])} ({d['new_size']} bytes)")
+            new = f"{entries(d['new_entries'])} ({d['new_size']} bytes)"
+            out.print(f"  {escape(Path(d['file']).name)}: {old} -> {new}")
         for name in p.valid_prefix_short:
             out.print(f"  [yellow]{name}[/]: indexed up to the end of its valid prefix; the damaged tail is not indexed")
         for line in p.unreadable:

@@ -6,10 +6,11 @@ from pathlib import Path
 import click
 
 from logtool import exitcodes
-from logtool.commands.options import epilog
+from logtool.commands.options import PATH, epilog
 from logtool.commands.failure import Failure
 from logtool.commands.repairing import writing
 from logtool.recovery.restore import restore
+from logtool.render.repair import render_restored
 
 
 @click.command("restore", short_help="Undo a repair, byte for byte.", epilog=epilog([
@@ -18,7 +19,7 @@ from logtool.recovery.restore import restore
      "even over files changed since the repair"),
 ], "8 here also: a broker holds the log dir's lock, or files changed since the repair (without --force); "
    "nothing is written then."))
-@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.argument("run_dir", type=PATH)
 @click.option("--force", is_flag=True, help="restore even files that changed since the repair")
 def command(run_dir: Path, force: bool) -> int:
     """Undo a repair: restore the files of one quarantine run (the directory a repair named), byte for
@@ -29,9 +30,5 @@ def command(run_dir: Path, force: bool) -> int:
             done = restore(run_dir, force=force)
         except OSError as e:  # the run itself cannot be read; nothing was written
             raise Failure(f"{e.filename or run_dir}: {e.strerror or e}; nothing was restored") from None
-    if done.already:
-        click.echo(f"{run_dir} is already restored; nothing to do")
-        return exitcodes.CLEAN
-    for e in done.entries:
-        click.echo(f"{'removed' if e.action == 'created' else 'restored'} {e.original}")
+    render_restored(done, run_dir)
     return exitcodes.CLEAN

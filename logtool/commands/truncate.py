@@ -8,12 +8,12 @@ import click
 
 from logtool import exitcodes
 from logtool.commands.repairing import command_line, finish_unfinished, writing
-from logtool.commands.options import epilog, format_choice, paths_argument
+from logtool.commands.options import PATH, epilog, format_choice, paths_argument
 from logtool.recovery import truncate
 from logtool.recovery.truncate_plan import plan_repair
-from logtool.render.jsonout import emit_json
+from logtool.render.jsonout import emit_json, undecoded_escaped
 from logtool.render.progress import progress
-from logtool.render.repair import render_plan
+from logtool.render.repair import render_plan, undo_lines
 from logtool.rules.expected_index import DEFAULT_INDEX_INTERVAL_BYTES
 
 DEFAULT_QUARANTINE = Path("logtool-quarantine")
@@ -27,7 +27,7 @@ DEFAULT_QUARANTINE = Path("logtool-quarantine")
 ], "4 here: repairs are planned (a dry run); 1: the repair was made."))
 @paths_argument
 @click.option("--apply", "do_apply", is_flag=True, help="carry the plan out (without it, only print the plan)")
-@click.option("--quarantine", type=click.Path(path_type=Path), default=DEFAULT_QUARANTINE, show_default=True,
+@click.option("--quarantine", type=PATH, default=DEFAULT_QUARANTINE, show_default=True,
               help="where every removed byte is kept (outside the log dir); `logtool restore RUN` undoes the repair")
 @click.option("--strict", is_flag=True,
               help="also cut at damage Kafka's recovery does not notice (offsets going backwards)")
@@ -57,7 +57,7 @@ def command(paths, do_apply: bool, quarantine: Path, strict: bool, excise: bool,
     with progress("planning the repair") as meter:
         plan = plan_repair(list(paths), strict, index_interval_bytes, excise, meter.reading(None), meter.sizing)
     for line in plan.problems:
-        print(f"logtool: {line}", file=sys.stderr)
+        print(undecoded_escaped(f"logtool: {line}"), file=sys.stderr)
     applied = None
     if do_apply and plan.has_changes:
         options = ["--strict"] * strict + ["--excise"] * excise + ["--index-interval-bytes", index_interval_bytes]
@@ -70,11 +70,14 @@ def command(paths, do_apply: bool, quarantine: Path, strict: bool, excise: bool,
         rc = exitcodes.REPAIRED
     else:
         rc = exitcodes.PROBLEMS if plan.has_changes else exitcodes.CLEAN
-    if fmt == "json":
-        emit_json({**plan.to_dict(), "applied": applied is not None, "run": str(applied.run) if applied else None,
-                   "exit_code": rc})
-    else:
-        render_plan(plan, applied is not None)
-    for done in [*resumed, *([applied] if applied else [])]:
-        print(f"logtool: removed bytes kept in {done.run} (undo with `logtool restore {done.run}`)", file=sys.stderr)
+    try:
+        if fmt == "json":
+            emit_json({**plan.to_dict(), "applied": applied is not None, "run": str(applied.run) if applied else None,
+                       "exit_code": rc})
+        else:
+            render_plan(plan, applied is not None)
+    finally:  # the repair is made: its run is named even if stdout fails (a reader gone, `| head`)
+        for done in [*resumed, *([applied] if applied else [])]:
+            for line in undo_lines(done.run, "removed bytes"):
+                print(undecoded_escaped(line), file=sys.stderr)
     return rc

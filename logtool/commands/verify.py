@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import click
-from pathlib import Path
 
 from logtool.findings import KINDS, Severity, lookup
-from logtool.commands.options import (deep_option, epilog, fail_on_option, format_option, max_read_rate_option,
+from logtool.commands.options import (PATH, deep_option, epilog, fail_on_option, format_option, max_read_rate_option,
                                       spare_page_cache_option, transaction_timeout_option)
 from logtool.commands.checking import checked, emit
+from logtool.recovery.verdict import verdicts
 from logtool.render.text import render_kind, render_verify
 from logtool.store.pacing import read_policy
 
@@ -33,7 +33,7 @@ def _explain(ctx: click.Context, _param, value: str | None) -> None:
      "beside a running broker: at most 50 MB/s, its page cache left as found"),
     ("logtool verify --explain LT101", "what a finding means and what to do about it"),
 ], "4 here: a finding at or above --fail-on."))
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, type=PATH)
 @deep_option
 @format_option
 @fail_on_option
@@ -51,4 +51,4 @@ def command(paths, deep: bool, fmt: str, fail_on: str, max_read_rate: float | No
     report = checked("verify", paths, deep, reading=read_policy(max_read_rate, spare_page_cache),
                      transaction_timeout_ms=transaction_timeout_ms)
     return emit(report, fmt, lambda r: render_verify(r, show_info),
-                report.exit_code(Severity.ERROR if fail_on == "error" else Severity.WARNING))
+                report.exit_code(Severity.ERROR if fail_on == "error" else Severity.WARNING), verdicts(report))

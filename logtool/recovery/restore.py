@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from logtool.recovery.errors import RepairRefused, RepairStopped
-from logtool.recovery.executor import JOURNAL, RESTORE_JOURNAL, Journal, execute
+from logtool.recovery.executor import JOURNAL, RESTORE_JOURNAL, Journal, execute, restore_command
 from logtool.recovery.quarantine import (Entry, QuarantineError, QuarantineRun, check_names, load, read_lines,
                                          stored_chunks)
 from logtool.recovery.session import Session
@@ -33,6 +33,7 @@ class Restored:
     run: QuarantineRun
     entries: list[Entry]
     already: bool = False  # the run was restored before: nothing was written
+    earlier: frozenset[tuple[str, str, str]] = frozenset()  # files an earlier, stopped restore put back
 
 
 def restore(run_dir: Path, force: bool = False) -> Restored:
@@ -43,12 +44,14 @@ def restore(run_dir: Path, force: bool = False) -> Restored:
     _check_against_journal(run)
     steps = [PutBack.of(run, i) for i in reversed(range(len(run.entries)))]  # newest first: the oldest copy last
     log_dirs = sorted({Path(e.log_dir) for e in run.entries})
-    finish = f"logtool restore {run.path}"
+    finish = restore_command(run.path)
     with Session(log_dirs, lambda: run) as session:
         session.sweep_temporaries({(Path(s.dir), s.root) for s in steps})
         journal_path = run.path / RESTORE_JOURNAL
+        earlier: frozenset[tuple[str, str, str]] = frozenset()
         if journal_path.exists():  # a restore that stopped: its checks were made when it began
             journal = Journal.load(journal_path)
+            earlier = frozenset(run.entries[step.entry].key for step in steps[:journal.done])
         else:
             known = _check_kept_bytes(session, run)
             if not force:
@@ -74,9 +77,9 @@ def restore(run_dir: Path, force: bool = False) -> Restored:
             run.mark_restored()
         except OSError as err:
             where = f"{err.filename}: " if err.filename else ""
-            raise RepairStopped(f"{where}{err.strerror or err}: every file was put back, but the restore could not "
-                                f"be checked and marked done: finish it with `{finish}`") from None
-    return Restored(run, run.first_entries())
+            raise RepairStopped(f"{where}{err.strerror or err}: every file of {run.path} was put back, but the restore "
+                                f"could not be checked and marked done. Finish it with:\n{finish}") from None
+    return Restored(run, run.first_entries(), earlier=earlier)
 
 
 def _check_against_journal(run: QuarantineRun) -> None:

@@ -1,14 +1,16 @@
 """Text for people of `find`'s answer."""
 from __future__ import annotations
 
-from logtool.render.text import console
+from rich.markup import escape
+
+from logtool.render.text import console, glued
 
 
 def render_hit(doc: dict) -> None:
     out = console()
     ts = f" (timestamp {doc['timestamp']})" if doc["timestamp"] is not None else ""
-    out.print(f"offset {doc['offset']}{ts}: {doc['segment']} byte {doc['position']}, batch "
+    out.print(f"offset {doc['offset']}{ts}: {escape(glued(doc['segment']))} byte {doc['position']}, batch "
               f"{doc['batch_base_offset']}..{doc['batch_last_offset']} ({doc['batch_size']} bytes, magic {doc['magic']})")
     out.print(f"read {doc['index_entries_read']} index entries and {doc['log_bytes_read']} log bytes")
     for note in doc["index_notes"]:
-        out.print(f"[yellow]note[/]: {note}")
+        out.print(f"[yellow]note[/]: {escape(note)}")

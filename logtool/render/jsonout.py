@@ -1,16 +1,50 @@
-"""JSON (one document) and JSON Lines output."""
+"""JSON (one document) and JSON Lines output.
+
+A name read from disk that is not UTF-8 (a partition dir b'caf\\xe9-0') reaches us with each byte it could
+not decode kept as a lone surrogate (U+DC80..U+DCFF, Python's surrogateescape). A lone surrogate is no
+character: a strict UTF-8 stdout refuses it, and JSON's "\\udce9" is rejected or turned into U+FFFD by most
+parsers. Text and JSON alike show each such byte as Python's backslashreplace shows it: `caf\\xe9-0`."""
 from __future__ import annotations
 
 import json
+import re
 import sys
+from typing import Any
+
+_UNDECODED = re.compile("[\udc80-\udcff]")
+_UNDECODED_IN_JSON = "\\udc"  # how json.dumps writes such a byte, and a cheap test for one
+
+
+def undecoded_escaped(s: str) -> str:
+    """`s` with each undecodable byte of a name written as `\\xNN`."""
+    return _UNDECODED.sub(lambda m: f"\\x{ord(m.group()) - 0xDC00:02x}", s)
+
+
+def _escaped(value: Any) -> Any:
+    if isinstance(value, str):
+        return undecoded_escaped(value)
+    if isinstance(value, dict):
+        return {_escaped(k): _escaped(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_escaped(v) for v in value]
+    return value
+
+
+def _dumps(doc: Any, **options: Any) -> str:
+    text = json.dumps(doc, **options)
+    # Almost never true, and then most often for a character outside the BMP (a surrogate pair): the
+    # document is written again with its names escaped, which leaves every proper character as it was.
+    if _UNDECODED_IN_JSON in text:
+        text = json.dumps(_escaped(doc), **options)
+    return text
 
 
 def emit_json(doc: dict) -> None:
-    json.dump(doc, sys.stdout, indent=2)
+    sys.stdout.write(_dumps(doc, indent=2))
     sys.stdout.write("\n")
 
 
 def emit_jsonl(rows) -> None:
     for row in rows:
-        sys.stdout.write(json.dumps(row, separators=(",", ":")))
+        sys.stdout.write(_dumps(row, separators=(",", ":")))
         sys.stdout.write("\n")

@@ -1,10 +1,22 @@
-"""Text for people of a truncate plan: per partition, what stays, what goes and why, in plain words."""
+"""Text for people of a truncate plan: per partition, what stays, what goes and why, in plain words; and of
+what a restore put back."""
 from __future__ import annotations
+
+import shlex
+from pathlib import Path
 
 from rich.markup import escape
 
+from logtool.recovery.restore import Restored
 from logtool.recovery.truncate_plan import Action, ActionKind, PartitionPlan, RepairPlan
-from logtool.render.text import console
+from logtool.render.text import Screen, console, glued
+
+_ACTION_HANG = 12  # an action's continuation lines start under its file names
+_NOTE_HANG = 8  # a note's, under its text
+
+
+def _name(path: object) -> str:
+    return escape(glued(str(path)))
 
 
 def _offsets(a: Action) -> str:
@@ -15,7 +27,7 @@ def _offsets(a: Action) -> str:
 
 
 def _line(a: Action) -> str:
-    name = escape(", ".join(a.files))
+    name = escape(", ".join(glued(f) for f in a.files))
     if a.action is ActionKind.KEEP:
         return f"  keep      {name} ({a.records} records{_offsets(a)})"
     if a.action is ActionKind.TRUNCATE:
@@ -23,35 +35,42 @@ def _line(a: Action) -> str:
         # With --excise the valid records in the cut tail come back in the split-off lines below it.
         held = f"; they hold {a.records} valid records{_offsets(a)}" if a.records else ""
         return (f"  [bold red]truncate[/]  {name} to {a.to_bytes} bytes: bytes {lo}..{hi} ({a.bytes_removed} bytes) "
-                f"cut off{held}\n            because {escape(a.detail)}")
+                f"cut off{held}")
     if a.action is ActionKind.QUARANTINE_SEGMENT:
         return (f"  [red]quarantine whole segment[/] {name}: {a.bytes_removed} bytes, {a.records} valid "
                 f"records{_offsets(a)}")
     if a.action is ActionKind.EXCISE:
         lo, hi = a.byte_range
-        return f"  [red]excise[/]    bytes {lo}..{hi} of {escape(a.files[0])} ({a.bytes_removed} damaged bytes)"
+        return f"  [red]excise[/]    bytes {lo}..{hi} of {_name(a.files[0])} ({a.bytes_removed} damaged bytes)"
     if a.action is ActionKind.SPLIT_OFF:
         lo, hi = a.byte_range
-        return (f"  [green]split off[/] bytes {lo}..{hi} of {escape(a.files[1])} as {escape(a.files[0])} "
+        return (f"  [green]split off[/] bytes {lo}..{hi} of {_name(a.files[1])} as {_name(a.files[0])} "
                 f"({a.records} records{_offsets(a)})")
     return f"  [yellow]{a.action}[/]: {escape(a.detail)}"
 
 
-def _partition(out, p: PartitionPlan, applied: bool) -> None:
+def _action(out: Screen, a: Action) -> None:
+    out.print(_line(a), hang=_ACTION_HANG)
+    if a.action is ActionKind.TRUNCATE:
+        out.print(f"            because {escape(a.detail)}", hang=_ACTION_HANG + len("because "))
+
+
+def _partition(out: Screen, p: PartitionPlan, applied: bool) -> None:
     if not p.changes:
-        out.print(f"[bold]{escape(str(p.partition))}[/]: nothing to repair (log end offset {p.log_end_before})")
+        end = "no segments" if p.log_end_before is None else f"log end offset {p.log_end_before}"
+        out.print(f"[bold]{_name(p.partition)}[/]: nothing to repair ({end})")
         return
     verb = "repaired" if applied else "plan"
-    out.print(f"[bold]{escape(str(p.partition))}[/] {verb}: log start offset {p.log_start}, log end offset as "
+    out.print(f"[bold]{_name(p.partition)}[/] {verb}: log start offset {p.log_start}, log end offset as "
               f"written {p.log_end_as_written} -> {p.log_end_after} after the repair (Kafka's recovery: "
               f"{p.log_end_before})")
     out.print(f"  {_leaving(p.bytes_leaving, p.records_leaving, applied)}; Kafka's recovery drops "
               f"{p.valid_records_dropped_by_kafka} valid record(s) as written, --excise keeps "
               f"{p.records_kept_by_excise} of them")
     for a in p.actions:
-        out.print(_line(a))
+        _action(out, a)
     for note in p.notes:
-        out.print(f"  note: {escape(note)}")
+        out.print(f"  note: {escape(note)}", hang=_NOTE_HANG)
 
 
 def render_plan(plan: RepairPlan, applied: bool) -> None:
@@ -59,7 +78,7 @@ def render_plan(plan: RepairPlan, applied: bool) -> None:
     for p in plan.partitions:
         _partition(out, p, applied)
     for log_dir, a in plan.log_dir_actions:
-        out.print(f"[bold]{escape(str(log_dir))}[/]: [yellow]{a.action}[/] {escape(a.files[0])}: {escape(a.detail)}")
+        out.print(f"[bold]{_name(log_dir)}[/]: [yellow]{a.action}[/] {_name(a.files[0])}: {escape(a.detail)}")
     pending = plan.pending
     leaving = _leaving(plan.bytes_leaving, plan.records_leaving, applied)
     if not pending:
@@ -75,3 +94,20 @@ def _leaving(bytes_leaving: int, records: int, applied: bool) -> str:
     """Segment bytes and valid records that leave the log dir (the quarantine keeps them)."""
     verb = "left" if applied else "would leave"
     return f"{bytes_leaving} bytes {verb} the log dir (kept in the quarantine), {records} valid record(s) among them"
+
+
+def undo_lines(run: Path, kept: str) -> list[str]:
+    """What a repair says once made: where its `kept` bytes are, and the command that undoes it on a line
+    of its own, to copy whole (the run's path is in it)."""
+    return [f"logtool: {kept} kept in the run below; undo the repair with:",
+            shlex.join(["logtool", "restore", str(run)])]
+
+
+def render_restored(done: Restored, run_dir: Path) -> None:
+    out = console()
+    if done.already:
+        out.print(f"{_name(run_dir)} is already restored; nothing to do")
+        return
+    for e in done.entries:
+        verb = "removed" if e.action == "created" else "restored"
+        out.print(f"{'already ' if e.key in done.earlier else ''}{verb} {_name(e.original)}")

@@ -1,36 +1,147 @@
-"""Text output for people (rich): finding lists, inventory tables, summaries."""
+"""Text output for people (rich): finding lists, inventory tables, summaries.
+
+On a terminal every line of markup printed through `console()` is fitted to its width: wrapped at spaces,
+never inside a word or a number, its continuation lines indented under it. In a pipe or a file lines stay
+whole, one finding per line, for grep."""
 from __future__ import annotations
 
 import os
+import re
 import sys
+from typing import Any, TextIO
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
+from rich.text import Text
 
 from logtool.findings import Finding, Kind, Severity
 from logtool.checks.engine import Report
+from logtool.render.jsonout import undecoded_escaped
 from logtool.render.table import Column, print_fitted
 from logtool.store.layout import FileKind, classify_file
 
 _SEGMENT_KINDS = {FileKind.LOG, FileKind.INDEX, FileKind.TIMEINDEX, FileKind.TXNINDEX, FileKind.SNAPSHOT}
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "dim"}
+# "untrimmed": only a preallocated zero tail, which recovery trims without losing a record.
+_STATUS_STYLE = {"clean": "green", "untrimmed": "yellow", "damaged": "bold red"}
+
+# In markup, a space that is not a place to break a line (inside a path, a command, a head that must stay
+# whole); it prints as a space. NUL, because no path or name can hold one.
+GLUE = "\x00"
+
+FINDING_HANG = 10  # a finding's continuation lines start under its code
+
+# Where a line may not break besides GLUE: between a number and the word before it ("offset 272"), between
+# a number standing alone and the word after it ("2 error(s)"), on either side of " = " and " -> " ("crc =
+# 1415221374", "12 -> 16 bytes"), and inside a `command`.
+_LABEL_NUMBER = re.compile(r"(?<=[A-Za-z]) (?=\d)")
+_NUMBER_WORD = re.compile(r"(?<![^ (])(\d+) (?=[A-Za-z(])")
+_OPERATOR = re.compile(r" (?=(?:=|->) )|(?<= =) |(?<= ->) ")
+_COMMAND = re.compile(r"`[^`\n]*`")
+_WORD = re.compile(r"[^ ]+")
 
 
-def console() -> Console:
-    # In a pipe rich would assume 80 columns and leave out table columns a file has room for: 200 there,
-    # unless COLUMNS says otherwise. On a terminal rich asks the terminal.
-    width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "").strip() or 0) or 200
-    return Console(highlight=False, soft_wrap=True, width=width)
+def glued(s: str) -> str:
+    """`s` (a path, a command) kept on one line: its spaces are no places to break."""
+    return s.replace(" ", GLUE)
+
+
+def _wrapped(line: Text, width: int, hang: int | None) -> list[Text]:
+    """One line of text broken at spaces into lines of at most `width` cells, the continuation lines indented
+    by `hang` (default: the line's own indent and 4 more). A word longer than a line keeps a line of its own,
+    whole: the terminal folds it, and a path or command copied from it stays one."""
+    shown = line.plain.replace(GLUE, " ")
+    if cell_len(shown) <= width:
+        return [line]
+    breakable = _OPERATOR.sub(GLUE, _LABEL_NUMBER.sub(GLUE, line.plain))
+    breakable = _NUMBER_WORD.sub(lambda m: m.group(1) + GLUE, breakable)
+    breakable = _COMMAND.sub(lambda m: glued(m.group()), breakable)
+    indent = len(shown) - len(shown.lstrip(" "))
+    hang = min(indent + 4 if hang is None else hang, width // 2)
+    spans: list[tuple[int, int]] = []
+    start, end = 0, -1
+    for word in _WORD.finditer(breakable):
+        if end >= 0 and cell_len(shown[start:word.end()]) > width - (hang if spans else 0):
+            spans.append((start, end))
+            start = word.start()
+        end = word.end()
+    if end < 0:  # nothing but spaces
+        return [line]
+    spans.append((start, end))
+    return [line[s:e] if i == 0 else Text(" " * hang) + line[s:e] for i, (s, e) in enumerate(spans)]
+
+
+def fitted(markup: str, width: int | None, hang: int | None = None) -> Text:
+    """Markup as text fitted to `width` (None: its lines stay whole)."""
+    if width is None:
+        return Text.from_markup(markup.replace(GLUE, " "))
+    text = Text.from_markup(markup)
+    text = Text("\n").join([part for line in text.split("\n", allow_blank=True)
+                            for part in _wrapped(line, width, hang)])
+    text.plain = text.plain.replace(GLUE, " ")  # the same length: the styles stay where they were
+    return text
+
+
+class _NamesEscaped:
+    """stdout, with the bytes of names that are not UTF-8 escaped (see `undecoded_escaped`): a strict UTF-8
+    stream refuses them, and a repair's last lines (the run to restore) must not be lost to that."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write(undecoded_escaped(text))
+
+    def __getattr__(self, name: str) -> Any:  # isatty, fileno, flush, encoding: the stream's own
+        return getattr(self._stream, name)
+
+
+class Screen(Console):
+    """rich's Console, where a line of markup given to `print` is fitted to the width (`fitted`) when
+    `wraps`, with `hang` for its continuation lines; tables and other renderables print as rich prints them."""
+
+    def __init__(self, wraps: bool, **options: Any) -> None:
+        super().__init__(**options)
+        self.wraps = wraps
+
+    def fitted(self, markup: str, hang: int | None = None) -> Text:
+        return fitted(markup, self.width if self.wraps else None, hang)
+
+    def print(self, *objects: Any, hang: int | None = None, **options: Any) -> None:
+        if len(objects) == 1 and isinstance(objects[0], str):
+            objects = (self.fitted(objects[0], hang),)
+        super().print(*objects, **options)
+
+
+def console() -> Screen:
+    """What every text renderer prints through. On a terminal, lines wrap to its width (COLUMNS first, as
+    rich reads it). In a pipe or a file they stay whole, one finding per line, as grep and less want them
+    and as ls, git or systemctl leave theirs; COLUMNS there only fits tables (else 200 columns: rich would
+    assume 80 and leave out columns a file has room for). COLUMNS alone is no request to wrap: readline
+    exports COLUMNS=80 to every child of a Python program that imported it."""
+    options: dict[str, Any] = {"file": _NamesEscaped(sys.stdout), "highlight": False, "soft_wrap": True}
+    if sys.stdout.isatty():
+        return Screen(wraps=True, **options)
+    columns = os.environ.get("COLUMNS", "").strip()
+    return Screen(wraps=False, width=int(columns) if columns.isdigit() and int(columns) else 200, **options)
+
+
+def _message(f: Finding) -> str:
+    # Some checks begin a message with the file's name, which the line already shows before it.
+    named = f"{f.file}: "
+    return f.message[len(named):] if f.file and f.message.startswith(named) else f.message
 
 
 def finding_line(f: Finding) -> str:
-    where = f.file or ""
+    """A finding as one line of markup (print it with hang=FINDING_HANG)."""
+    where = glued(f.file or "")
     if f.position is not None:
         where += f"@{f.position}"
     at = f" offset {f.offset}" if f.offset is not None else ""
     return (f"  [{_STYLE[f.severity]}]{str(f.severity):7}[/] {f.code} {f.name:<26} "
-            f"{escape(where)}{at}: {escape(f.message)}")
+            f"{escape(where)}{at}: {escape(_message(f))}")
 
 
 def finding_lines(findings: list[Finding]) -> list[str]:
@@ -54,23 +165,31 @@ def finding_lines(findings: list[Finding]) -> list[str]:
     return lines
 
 
+def _status(status: str) -> str:
+    return f"[{_STATUS_STYLE.get(status, 'yellow')}]{status}[/]"
+
+
 class _Lines:
     """Lines of markup printed a few hundred at a time: one `Console.print` per line costs a third of a
-    verify of thousands of small partitions."""
+    verify of thousands of small partitions. Lines that stay whole are parsed as one markup text."""
 
     EVERY = 256
 
-    def __init__(self, out: Console) -> None:
-        self.out, self.lines = out, []
+    def __init__(self, out: Screen) -> None:
+        self.out = out
+        self.lines: list[tuple[str, int | None]] = []  # markup, hang
 
-    def print(self, line: str) -> None:
-        self.lines.append(line)
+    def print(self, line: str, hang: int | None = None) -> None:
+        self.lines.append((line, hang))
         if len(self.lines) >= self.EVERY:
             self.flush()
 
     def flush(self) -> None:
         if self.lines:
-            self.out.print("\n".join(self.lines))
+            if self.out.wraps:
+                self.out.print(Text("\n").join([self.out.fitted(line, hang) for line, hang in self.lines]))
+            else:
+                self.out.print("\n".join(line for line, _ in self.lines))
             self.lines = []
 
 
@@ -78,14 +197,13 @@ def render_verify(report: Report, show_info: bool) -> None:
     out = _Lines(console())
     for d in report.log_dirs:
         meta = ", ".join(f"{k}={v}" for k, v in d.meta.items() if k in ("cluster.id", "node.id", "broker.id"))
-        out.print(f"[bold]log dir[/] {escape(d.path)}" + (f" ({escape(meta)})" if meta else ""))
+        out.print(f"[bold]log dir[/] {escape(glued(d.path))}" + (f" ({escape(meta)})" if meta else ""))
         for line in finding_lines([f for f in d.findings if show_info or f.severity > Severity.INFO]):
-            out.print(line)
+            out.print(line, FINDING_HANG)
     for f in report.findings:
-        out.print(finding_line(f))
+        out.print(finding_line(f), FINDING_HANG)
     for p in report.partitions:
         shown = [f for f in p.all_findings() if show_info or f.severity > Severity.INFO]
-        status = "[green]clean[/]" if p.status == "clean" else "[bold red]damaged[/]"
         segs = p.segments
         valid = sum(s.valid_bytes for s in segs)
         size = sum(s.size for s in segs)
@@ -94,21 +212,28 @@ def render_verify(report: Report, show_info: bool) -> None:
         lasts = [s.last_offset for s in segs if s.last_offset is not None]
         if firsts:
             rng = f", offsets {min(firsts)}..{max(lasts)}"
-        out.print(f"{status} {escape(p.path)}: {len(segs)} segment(s), {sum(s.batches for s in segs)} batches,"
-                  f" {valid}/{size} bytes valid{rng}")
+        # The status, the partition and its segment count stay on one line, whatever the width.
+        head = f"{_status(p.status)}{GLUE}{escape(glued(p.path))}:{GLUE}{len(segs)}{GLUE}segment(s)"
+        out.print(f"{head}, {sum(s.batches for s in segs)} batches, {valid}/{size} bytes valid{rng}",
+                  len(p.status) + 1)
         for line in finding_lines(shown):
-            out.print(line)
-    s = report.summary()
-    out.print(f"[bold]{s['partitions']} partition(s), {s['segments']} segment(s), {s['bytes']} bytes, "
-              f"{s['batches']} batches: {s['errors']} error(s), {s['warnings']} warning(s), {s['infos']} info[/]")
+            out.print(line, FINDING_HANG)
+    out.print(_summary(report.summary(), show_info))
     out.flush()
+
+
+def _summary(s: dict, show_info: bool) -> str:
+    hidden = " (not listed: --show-info lists them)" if s["infos"] and not show_info else ""
+    return (f"[bold]{s['partitions']} partition(s), {s['segments']} segment(s), {s['bytes']} bytes, "
+            f"{s['batches']} batches: {s['errors']} error(s), {s['warnings']} warning(s), {s['infos']} info[/]"
+            f"{hidden}")
 
 
 def render_kind(k: Kind) -> None:
     out = console()
     out.print(f"[bold]{k.code} {k.name}[/] ({k.severity})")
-    out.print(f"  Meaning: {escape(k.meaning)}")
-    out.print(f"  Remedy:  {escape(k.remedy)}")
+    out.print(f"  Meaning: {escape(k.meaning)}", hang=11)
+    out.print(f"  Remedy:  {escape(k.remedy)}", hang=11)
 
 
 def _other_files(files: dict[str, int]) -> str:
@@ -123,7 +248,7 @@ def _other_files(files: dict[str, int]) -> str:
 def render_inventory(report: Report) -> None:
     out = console()
     for d in report.log_dirs:
-        out.print(f"[bold]log dir[/] {escape(d.path)}")
+        out.print(f"[bold]log dir[/] {escape(glued(d.path))}")
         for k, v in sorted(d.meta.items()):
             out.print(f"  {escape(k)} = {escape(v)}")
         for name, n in sorted(d.checkpoints.items()):
@@ -131,7 +256,7 @@ def render_inventory(report: Report) -> None:
         if d.clean_shutdown_marker:
             out.print("  .kafka_cleanshutdown present (the broker will skip recovery)")
         for f in d.findings:  # what is wrong with the log-dir files listed above
-            out.print(finding_line(f))
+            out.print(finding_line(f), hang=FINDING_HANG)
     columns = [Column("partition"), Column("status"), Column("segments", 2), Column("bytes", 3),
                Column("offsets", 1), Column("timestamps", 4), Column("magic", 6), Column("codecs", 5),
                Column("indexes", 7), Column("other files", 8)]
@@ -145,7 +270,7 @@ def render_inventory(report: Report) -> None:
         idx = sum(1 for s in segs for v in s.indexes.values() if v is not None)
         name = f"{p.topic}-{p.partition}" if p.topic is not None else p.path
         rows.append([
-            escape(name), "clean" if p.status == "clean" else "[red]damaged[/]", str(len(segs)),
+            escape(name), _status(p.status), str(len(segs)),
             str(sum(s.size for s in segs)),
             f"{min(firsts)}..{max(lasts)}" if firsts else "-",
             f"{min(ts_first)}..{max(ts_max)}" if ts_first else "-",
@@ -154,3 +279,9 @@ def render_inventory(report: Report) -> None:
             f"{idx} files", escape(_other_files(p.files)),
         ])
     print_fitted(out, columns, rows)
+    for p in report.partitions:  # what could not be read: the table counts it, only this names it
+        unread = [f for f in p.all_findings() if f.name == "UNREADABLE"]
+        if unread:
+            out.print(f"[bold]{escape(glued(p.path))}[/]")
+            for f in unread:
+                out.print(finding_line(f), hang=FINDING_HANG)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.markup import escape
 
 from logtool.recovery.verdict import Verdict
-from logtool.render.text import console
+from logtool.render.text import console, glued
 
 
 def render_verdicts(verdicts: list[Verdict]) -> None:
@@ -28,11 +28,13 @@ def verdict_lines(v: Verdict) -> list[str]:
         lines.append(f"[bold yellow]verdict[/] {where}: the broker would start, and:")
     else:
         lines.append(f"[bold green]verdict[/] {where}: the broker would start; its recovery would lose nothing")
+    if v.blockers and v.losses:
+        lines.append("  once it starts:")
     for x in v.losses:
         dropped = (f", {x.valid_records_dropped} valid record(s) as written dropped (offsets up to "
                    f"{x.log_end_as_written}, the log ending at {x.log_end_after})" if x.valid_records_dropped else "")
         deleted = f", {x.segments_deleted} later segment(s) deleted" if x.segments_deleted else ""
-        lines.append(f"  - recovery would cut {x.bytes_cut} bytes of {escape(x.partition)}{deleted}{dropped} "
+        lines.append(f"  - its recovery would cut {x.bytes_cut} bytes of {escape(x.partition)}{deleted}{dropped} "
                      f"({escape(x.cause)})")
     for f in v.unrecovered:
         lines.append(f"  - but it would not recover: {f.code} {f.name}: {escape(f.message)}")
@@ -41,5 +43,5 @@ def verdict_lines(v: Verdict) -> list[str]:
                      f"cannot be read)")
     if v.next_steps:
         lines.append("  next:")
-        lines += [f"    {escape(step)}" for step in v.next_steps]
+        lines += [f"    {glued(escape(step))}" for step in v.next_steps]
     return lines
