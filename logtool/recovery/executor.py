@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import signal
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,7 +101,7 @@ def carry_out(steps: list[Step], staged: dict[str, bytes], quarantine: Path, lab
             run.discard()  # nothing was written: leave no run to resume
             raise
         session.step_done()
-        execute(session, journal, steps, finish=command, undo=f"logtool restore {run.path}")
+        execute(session, journal, steps, finish=command, undo=restore_command(run.path))
         return Applied(run.path, len(steps), False)
 
 
@@ -159,7 +160,7 @@ def execute(session: Session, journal: Journal, steps: list[Step], finish: str, 
             session.step_done()
             k = end
     except (OSError, QuarantineError) as e:
-        raise RepairStopped(f"{_what(e)}: stopped at step {k + 1} of {len(steps)}; {_way_forward(session, finish, undo)}")
+        raise RepairStopped(f"{_what(e)}: stopped at step {k + 1} of {len(steps)}. {_way_forward(session, finish, undo)}")
 
 
 def _group_end(session: Session, steps: list[Step], k: int) -> int:
@@ -172,10 +173,14 @@ def _group_end(session: Session, steps: list[Step], k: int) -> int:
     return end
 
 
+def restore_command(run_dir: Path) -> str:
+    return shlex.join(["logtool", "restore", str(run_dir)])
+
+
 def _interrupted(session: Session, k: int, n: int, finish: str, undo: str | None) -> RepairStopped:
     sig = session.signalled or signal.SIGINT
     name = signal.Signals(sig).name
-    return RepairStopped(f"interrupted ({name}) after step {k} of {n}; {_way_forward(session, finish, undo)}",
+    return RepairStopped(f"interrupted ({name}) after step {k} of {n}. {_way_forward(session, finish, undo)}",
                          exit_code=128 + sig if sig == signal.SIGTERM else 8)
 
 
@@ -186,8 +191,11 @@ def _refuse_if_signalled(session: Session) -> None:
 
 
 def _way_forward(session: Session, finish: str, undo: str | None) -> str:
-    kept = f"every byte it removed is kept in {session.run.path}: " if undo else ""
-    return f"{kept}finish it with `{finish}`" + (f", or undo it with `{undo}`" if undo else "")
+    """The run, and the commands that finish or undo it, each on a line of its own (to copy whole)."""
+    if undo is None:
+        return f"Finish the restore of {session.run.path} with:\n{finish}"
+    return (f"Every byte it removed is kept in {session.run.path}. Finish the repair, or undo it, with one of:"
+            f"\n{finish}\n{undo}")
 
 
 def _what(e: BaseException) -> str:
@@ -244,14 +252,14 @@ def resume(run_dir: Path) -> Applied | None:
             try:
                 st = os.lstat(d)
             except OSError as e:
-                raise StalePlan(f"{d}: {e.strerror or e}; the interrupted repair {run_dir} cannot go on "
-                                f"(undo it with `logtool restore {run_dir}`)") from None
+                raise StalePlan(f"{d}: {e.strerror or e}; the interrupted repair {run_dir} cannot go on. Undo "
+                                f"it with:\n{restore_command(run_dir)}") from None
             if (st.st_dev, st.st_ino) != (dev, ino):
                 raise StalePlan(f"{d} was replaced since the interrupted repair {run_dir} began; it is not "
-                                f"finished (undo it with `logtool restore {run_dir}`)")
+                                f"finished. Undo it with:\n{restore_command(run_dir)}")
         try:
             session.sweep_temporaries({(Path(s.dir), s.root) for s in steps})
         except OSError as e:
-            raise RepairStopped(f"{_what(e)}: {_way_forward(session, command, f'logtool restore {run_dir}')}")
-        execute(session, journal, steps, finish=command, undo=f"logtool restore {run_dir}")
+            raise RepairStopped(f"{_what(e)}. {_way_forward(session, command, restore_command(run_dir))}")
+        execute(session, journal, steps, finish=command, undo=restore_command(run_dir))
     return Applied(run_dir, len(steps), True)

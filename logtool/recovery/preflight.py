@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -135,15 +136,21 @@ def _check_no_links(steps: list[Step]) -> None:
     for d in sorted({s.dir for s in steps}):
         if os.path.islink(d):
             raise PreflightRefused(f"{d} is a symlink; repair it where it points, by that path")
+    for path, st in _existing_files(steps):
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a symlink" if stat.S_ISLNK(st.st_mode) else "not a regular file"
+            raise PreflightRefused(f"{path} is {kind}; logtool does not write through it")
+
+
+def _existing_files(steps: list[Step]) -> Iterator[tuple[str, os.stat_result]]:
+    """Every file the steps name that exists, with what lstat says of it."""
     for s in steps:
         for name in s.names():
+            path = os.path.join(s.dir, name)
             try:
-                st = os.lstat(os.path.join(s.dir, name))
+                yield path, os.lstat(path)
             except FileNotFoundError:
                 continue
-            if not stat.S_ISREG(st.st_mode):
-                kind = "a symlink" if stat.S_ISLNK(st.st_mode) else "not a regular file"
-                raise PreflightRefused(f"{os.path.join(s.dir, name)} is {kind}; logtool does not write through it")
 
 
 def _check_writable(steps: list[Step], quarantine: Path) -> None:
@@ -156,15 +163,10 @@ def _check_writable(steps: list[Step], quarantine: Path) -> None:
             raise PreflightRefused(f"{d} is not writable by this user; nothing was written")
     if root:
         return
-    for s in steps:
-        for name in s.names():
-            try:
-                st = os.lstat(os.path.join(s.dir, name))
-            except FileNotFoundError:
-                continue
-            if st.st_uid != os.geteuid():
-                raise PreflightRefused(f"{os.path.join(s.dir, name)} belongs to uid {st.st_uid}: run the repair as "
-                                       f"that user or as root; nothing was written")
+    for path, st in _existing_files(steps):
+        if st.st_uid != os.geteuid():
+            raise PreflightRefused(f"{path} belongs to uid {st.st_uid}: run the repair as that user or as root; "
+                                   f"nothing was written")
 
 
 def _human(n: int) -> str:
