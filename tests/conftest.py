@@ -33,6 +33,19 @@ def run_logtool(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(LOGTOOL), *args], capture_output=True, text=True, timeout=300)
 
 
+def peak_rss_kb(argv: list[str], cwd: Path | None = None) -> tuple[int, int, str]:
+    """Run `argv` (stdout to /dev/null) under a small Python parent that reports its only child's peak resident
+    set: (exit code, peak RSS in KB, stderr). Not measured from here: a child forked from a test process keeps
+    that process's resident set as its own peak across exec (Linux's maxrss), so a long test run would count."""
+    probe = ("import resource, subprocess, sys\n"
+             "p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)\n"
+             "sys.stderr.buffer.write(p.stderr)\n"
+             "print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
+    p = subprocess.run([sys.executable, "-c", probe, *argv], cwd=cwd, capture_output=True, text=True, timeout=600)
+    rc, rss = map(int, p.stdout.split())
+    return rc, rss, p.stderr
+
+
 @pytest.fixture
 def fast():
     """The compiled kernel, for tests that hold it to the pure path; failing, not skipping, where it is absent."""

@@ -9,13 +9,12 @@ import re
 import shutil
 import struct
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
 
-from conftest import LOGTOOL, KAFKA_WRITTEN, require
+from conftest import LOGTOOL, KAFKA_WRITTEN, peak_rss_kb, require
 from fixtures import generator as g
 
 LOG = "00000000000000000000.log"
@@ -121,18 +120,6 @@ def test_the_audit_summary_reaches_stdout_at_a_terminal(partition, tmp_path):
 RSS_LIMIT_KB = 300 * 1024
 
 
-def _peak_rss_kb(argv: list[str], cwd: Path) -> tuple[int, int, str]:
-    """Run `argv` (stdout to /dev/null) under a small Python parent that reports its only child's peak resident
-    set: (exit code, peak RSS in KB, stderr)."""
-    probe = ("import resource, subprocess, sys\n"
-             "p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)\n"
-             "sys.stderr.buffer.write(p.stderr)\n"
-             "print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
-    p = subprocess.run([sys.executable, "-c", probe, *argv], cwd=cwd, capture_output=True, text=True, timeout=600)
-    rc, rss = map(int, p.stdout.split())
-    return rc, rss, p.stderr
-
-
 def _write_offset_index(path: Path, entries: int, position: int) -> None:
     """An offset index of `entries` 8-byte entries, offsets 1, 2, 3... (relative), all at `position`."""
     entry = struct.Struct(">ii")
@@ -160,7 +147,7 @@ def big_index(tmp_path_factory) -> Path:
 def test_side_file_dump_memory_stays_flat(big_index, name):
     """Entries stream: the whole index was a list before anything printed (1.2 GB for 10 million entries),
     and a `.timeindex` loaded its sibling `.index` so."""
-    rc, rss, err = _peak_rss_kb([str(LOGTOOL), "dump", name], big_index)
+    rc, rss, err = peak_rss_kb([str(LOGTOOL), "dump", name], big_index)
     assert rc == 0 and err == ""
     assert rss < RSS_LIMIT_KB, f"peak RSS {rss // 1024} MB"
 

@@ -18,7 +18,6 @@ import signal
 import subprocess
 from pathlib import Path
 
-import pytest
 
 from conftest import LOGTOOL, ROOT
 from logtool.checks.engine import run_checks

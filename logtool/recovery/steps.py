@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, fields
-from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from logtool.recovery.quarantine import Entry, QuarantineError, QuarantineRun, stored_chunks, stored_path
