@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import LOGTOOL, ROOT, kafka_case
+from conftest import LOGTOOL, ROOT
 from logtool.findings import KINDS
 
 SAMPLE = ROOT / "fixtures" / "sample-logdir"
