@@ -96,7 +96,7 @@ def carry_out(steps: list[Step], staged: dict[str, bytes], quarantine: Path, lab
                                                           "dirs": _dir_ids(steps)})
         except OSError as e:
             run.discard()
-            raise RepairRefused(f"{_what(e)}; nothing was written") from None
+            raise RepairRefused(f"{describe(e)}; nothing was written") from None
         except RepairRefused:
             run.discard()  # nothing was written: leave no run to resume
             raise
@@ -160,7 +160,7 @@ def execute(session: Session, journal: Journal, steps: list[Step], finish: str, 
             session.step_done()
             k = end
     except (OSError, QuarantineError) as e:
-        raise RepairStopped(f"{_what(e)}: stopped at step {k + 1} of {len(steps)}. {_way_forward(session, finish, undo)}")
+        raise RepairStopped(f"{describe(e)}: stopped at step {k + 1} of {len(steps)}. {_way_forward(session, finish, undo)}")
 
 
 def _group_end(session: Session, steps: list[Step], k: int) -> int:
@@ -198,7 +198,8 @@ def _way_forward(session: Session, finish: str, undo: str | None) -> str:
             f"\n{finish}\n{undo}")
 
 
-def _what(e: BaseException) -> str:
+def describe(e: BaseException) -> str:
+    """An error as its line says it: the file it met, then what went wrong."""
     if isinstance(e, OSError):
         where = f"{e.filename}: " if e.filename else ""
         return f"{where}{e.strerror or e}"
@@ -241,25 +242,20 @@ def resume(run_dir: Path) -> Applied | None:
         steps = [from_json(s) for s in journal.header["steps"]]
         dirs = journal.header["dirs"]
     except (OSError, ValueError, KeyError, TypeError, IndexError) as e:
-        raise QuarantineError(f"{run_dir / JOURNAL}: cannot be read ({_what(e)})") from None
+        raise QuarantineError(f"{run_dir / JOURNAL}: cannot be read ({describe(e)})") from None
     log_dirs = [Path(d) for d in sorted({log_dir_of(s) for s in steps})]
     command = str(journal.header.get("command", "logtool truncate --apply"))
     with Session(log_dirs, lambda: load(run_dir)) as session:
         journal = Journal.load(run_dir / JOURNAL)  # again, under the locks
         if journal.done >= len(steps) or (run_dir / RESTORE_JOURNAL).exists():
             return None
-        for d, (dev, ino) in dirs.items():
-            try:
-                st = os.lstat(d)
-            except OSError as e:
-                raise StalePlan(f"{d}: {e.strerror or e}; the interrupted repair {run_dir} cannot go on. Undo "
-                                f"it with:\n{restore_command(run_dir)}") from None
-            if (st.st_dev, st.st_ino) != (dev, ino):
-                raise StalePlan(f"{d} was replaced since the interrupted repair {run_dir} began; it is not "
-                                f"finished. Undo it with:\n{restore_command(run_dir)}")
+        moved = [c for d, (dev, ino) in dirs.items() for c in Seen(Path(d), dev, ino, {}, frozenset()).changes()]
+        if moved:  # its directories, as it began in them (their files are the steps' to judge)
+            raise StalePlan(f"{moved[0]}: the interrupted repair {run_dir} cannot go on. Undo it with:\n"
+                            f"{restore_command(run_dir)}")
         try:
             session.sweep_temporaries({(Path(s.dir), s.root) for s in steps})
         except OSError as e:
-            raise RepairStopped(f"{_what(e)}. {_way_forward(session, command, restore_command(run_dir))}")
+            raise RepairStopped(f"{describe(e)}. {_way_forward(session, command, restore_command(run_dir))}")
         execute(session, journal, steps, finish=command, undo=restore_command(run_dir))
     return Applied(run_dir, len(steps), True)

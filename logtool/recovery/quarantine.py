@@ -26,10 +26,11 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import TypeVar
 
 from logtool import __version__
 from logtool.recovery.errors import RepairRefused
-from logtool.recovery.writer import CHUNK, FileMeta, PartitionDir, flush_filesystem, write_all
+from logtool.recovery.writer import FileMeta, PartitionDir, flush_filesystem, read_chunks, sha256_of, write_all
 
 MANIFEST = "manifest.jsonl"
 FILES = "files"
@@ -37,6 +38,8 @@ STAGED = "staged"
 RESTORED = "restored"  # written into a run that `restore` undid: such a run is never resumed
 NAME_MAX = 255  # bytes, for any one name on Linux filesystems
 _READABLE_MAX = 160  # bytes of the original's names kept readable in a stored file's name
+
+T = TypeVar("T")
 
 ACTIONS = ("replaced", "removed", "truncated", "created", "removed dir")  # "removed dir": kept as a tar archive
 
@@ -77,6 +80,11 @@ class Entry:
         return Path(self.log_dir) / self.partition
 
     @property
+    def directory(self) -> tuple[str, bool]:
+        """Where it is, as a step names it: (the directory's path, whether that is the log dir itself)."""
+        return (self.log_dir, True) if self.partition == "" else (str(self.partition_dir), False)
+
+    @property
     def meta(self) -> FileMeta | None:
         if self.uid is None or self.gid is None or self.mode is None or self.mtime_ns is None:
             return None
@@ -115,17 +123,23 @@ class QuarantineRun:
         append_line(path / MANIFEST, header, create=True)
         return run
 
+    def _stored_rel(self, partition: str, name: str, number: int) -> str:
+        return f"{FILES}/{stored_name(number, partition or 'root', name)}"
+
+    def _claim(self, rel: str, make: Callable[[Path], T]) -> T:
+        """`make` the stored file `rel`. A stop between keeping and recording can have left one of that name: no
+        entry names it (its number is the next entry's), so it is removed and made again."""
+        try:
+            return make(self.path / rel)
+        except FileExistsError:
+            os.unlink(self.path / rel)
+            return make(self.path / rel)
+
     def _new_file(self, partition: str, name: str, suffix: str = "", at: int | None = None) -> tuple[str, int]:
         """A new file for kept bytes, for the entry that will be number `at` (the next one by default)."""
-        number = len(self.entries) if at is None else at
-        rel = f"{FILES}/{stored_name(number, partition or 'root', name + suffix)}"
+        rel = self._stored_rel(partition, name + suffix, len(self.entries) if at is None else at)
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-        try:
-            return rel, os.open(self.path / rel, flags, 0o600)
-        except FileExistsError:
-            # a stop between storing and recording left it: no entry names it (its number is the next entry's)
-            os.unlink(self.path / rel)
-            return rel, os.open(self.path / rel, flags, 0o600)
+        return rel, self._claim(rel, lambda path: os.open(path, flags, 0o600))
 
     def keep_whole(self, pdir: PartitionDir, name: str, action: str) -> Entry:
         """Copy a whole file into the run (fsynced) before the repair replaces or removes it."""
@@ -145,10 +159,8 @@ class QuarantineRun:
             if rel is None:
                 rel = self._copied(pdir, name, len(self.entries) + i)
                 copied = rel
-            digest = hashlib.sha256()
-            for chunk in stored_chunks_of(self.path / rel):
-                digest.update(chunk)
-            entries.append(Entry(str(pdir.log_dir), pdir.partition, name, action, rel, meta.size, digest.hexdigest(),
+            entries.append(Entry(str(pdir.log_dir), pdir.partition, name, action, rel, meta.size,
+                                 sha256_of(read_chunks(self.path / rel)),
                                  meta.uid, meta.gid, meta.mode, meta.mtime_ns))
             if each is not None:  # the kill tests stop here too: a file kept that no entry records yet
                 each()
@@ -167,20 +179,14 @@ class QuarantineRun:
     def _linked(self, pdir: PartitionDir, name: str, number: int) -> str | None:
         """The file kept under a second name in the run, or None where a link cannot be made (another
         filesystem; an immutable file)."""
-        rel = f"{FILES}/{stored_name(number, pdir.partition or 'root', name)}"
-        for attempt in (1, 2):
-            try:
-                os.link(name, self.path / rel, src_dir_fd=pdir.fd, follow_symlinks=False)
-                return rel
-            except FileExistsError:
-                if attempt == 2:
-                    raise
-                os.unlink(self.path / rel)  # a stop between keeping and recording left it: no entry names it
-            except OSError as e:
-                if e.errno in (errno.EXDEV, errno.EPERM, errno.EMLINK):
-                    return None
-                raise
-        return None
+        rel = self._stored_rel(pdir.partition, name, number)
+        try:
+            self._claim(rel, lambda path: os.link(name, path, src_dir_fd=pdir.fd, follow_symlinks=False))
+        except OSError as e:
+            if e.errno in (errno.EXDEV, errno.EPERM, errno.EMLINK):
+                return None
+            raise
+        return rel
 
     def _copied(self, pdir: PartitionDir, name: str, number: int) -> str:
         rel, out = self._new_file(pdir.partition, name, at=number)
@@ -224,11 +230,8 @@ class QuarantineRun:
             size = os.fstat(out).st_size
         finally:
             os.close(out)
-        digest = hashlib.sha256()
-        with open(self.path / rel, "rb") as f:
-            while chunk := f.read(CHUNK):
-                digest.update(chunk)
-        return self._add(Entry(str(root.log_dir), "", name, "removed dir", rel, size, digest.hexdigest(),
+        return self._add(Entry(str(root.log_dir), "", name, "removed dir", rel, size,
+                               sha256_of(read_chunks(self.path / rel)),
                                st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode), st.st_mtime_ns))
 
     def record_created(self, pdir: PartitionDir, name: str) -> Entry:
@@ -410,20 +413,4 @@ def stored_path(run: QuarantineRun, entry: Entry) -> Path:
 
 def stored_chunks(run: QuarantineRun, entry: Entry, start: int = 0, end: int | None = None) -> Iterator[bytes]:
     """The kept bytes of an entry, from `start` to `end` (to the end when None), a chunk at a time."""
-    assert entry.stored is not None
-    return stored_chunks_of(run.path / entry.stored, start, end)
-
-
-def stored_chunks_of(path: Path, start: int = 0, end: int | None = None) -> Iterator[bytes]:
-    """A kept file's bytes, a chunk at a time, opened without following a symlink."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    try:
-        pos = start
-        while end is None or pos < end:
-            chunk = os.pread(fd, CHUNK if end is None else min(CHUNK, end - pos), pos)
-            if not chunk:
-                break
-            pos += len(chunk)
-            yield chunk
-    finally:
-        os.close(fd)
+    return read_chunks(stored_path(run, entry), start, end)

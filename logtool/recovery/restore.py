@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from logtool.recovery.errors import RepairRefused, RepairStopped
-from logtool.recovery.executor import JOURNAL, RESTORE_JOURNAL, Journal, execute, restore_command
+from logtool.recovery.executor import JOURNAL, RESTORE_JOURNAL, Journal, describe, execute, restore_command
 from logtool.recovery.quarantine import (Entry, QuarantineError, QuarantineRun, check_names, load, read_lines,
                                          stored_chunks)
 from logtool.recovery.session import Session
@@ -76,9 +76,8 @@ def restore(run_dir: Path, force: bool = False) -> Restored:
                     raise QuarantineError(f"{e.original} does not match its recorded sha256 after the restore")
             run.mark_restored()
         except OSError as err:
-            where = f"{err.filename}: " if err.filename else ""
-            raise RepairStopped(f"{where}{err.strerror or err}: every file of {run.path} was put back, but the restore "
-                                f"could not be checked and marked done. Finish it with:\n{finish}") from None
+            raise RepairStopped(f"{describe(err)}: every file of {run.path} was put back, but the restore could not "
+                                f"be checked and marked done. Finish it with:\n{finish}") from None
     return Restored(run, run.first_entries(), earlier=earlier)
 
 
@@ -91,14 +90,13 @@ def _check_against_journal(run: QuarantineRun) -> None:
     except (OSError, ValueError, KeyError, TypeError, IndexError) as e:
         raise QuarantineError(f"{run.path / JOURNAL}: cannot be read ({e}); nothing was restored") from None
     for e in run.entries:
-        where = str(e.partition_dir) if e.partition else e.log_dir
-        if (where, e.name) not in named:
+        if (e.directory[0], e.name) not in named:
             raise QuarantineError(f"{run.path}: the manifest names {e.original}, which no step of the repair "
                                   f"touched; nothing was restored")
 
 
 def _dir_of(session: Session, e: Entry) -> PartitionDir:
-    return session.log_dir_root(Path(e.log_dir)) if e.partition == "" else session.partition_dir(e.partition_dir)
+    return session.directory(*e.directory)
 
 
 def _check_kept_bytes(session: Session, run: QuarantineRun) -> dict[tuple[str, str, str], str]:

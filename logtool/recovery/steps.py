@@ -8,12 +8,11 @@ its file by name in it.
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, ClassVar
 
 from logtool.recovery.quarantine import Entry, QuarantineError, QuarantineRun, stored_chunks, stored_path
-from logtool.recovery.writer import PartitionDir, flush_filesystem
+from logtool.recovery.writer import PartitionDir, flush_filesystem, read_chunks, sha256_of
 
 if TYPE_CHECKING:
     from logtool.recovery.session import Session
@@ -117,7 +116,7 @@ class WriteFile(Step):
             run.set_after(entry, self.sha256)  # before the rename: restore must know the new bytes once they land
         if old is None or pdir.sha256(self.name) != self.sha256:
             like = old if old is not None else pdir.meta_for_new(self.like)
-            pdir.replace(self.name, _staged_chunks(run, self.staged), like)
+            pdir.replace(self.name, read_chunks(run.path / self.staged), like)
 
 
 @dataclass(slots=True, frozen=True)
@@ -139,10 +138,7 @@ class SplitOff(Step):
         if source is None or source.truncated_to is None:
             raise QuarantineError(f"{self.source}: its cut tail is not in {run.path}")
         lo, hi = self.start - source.truncated_to, self.end - source.truncated_to
-        digest = hashlib.sha256()
-        for chunk in stored_chunks(run, source, lo, hi):
-            digest.update(chunk)
-        sha = digest.hexdigest()
+        sha = sha256_of(stored_chunks(run, source, lo, hi))
         entry = run.find(pdir, self.name)
         if entry is None:
             entry = run.record_created(pdir, self.name)
@@ -227,13 +223,8 @@ class PutBack(Step):
     @classmethod
     def of(cls, run: QuarantineRun, index: int) -> "PutBack":
         e: Entry = run.entries[index]
-        return cls(str(e.partition_dir) if e.partition else e.log_dir, e.name, e.partition == "", index)
-
-
-def _staged_chunks(run: QuarantineRun, rel: str):
-    with open(run.path / rel, "rb") as f:
-        while chunk := f.read(1 << 20):
-            yield chunk
+        directory, root = e.directory
+        return cls(directory, e.name, root, index)
 
 
 STEP_TYPES: dict[str, type[Step]] = {t.op: t for t in (CutTail, RemoveFile, WriteFile, SplitOff, MoveDir, PutBack)}

@@ -99,9 +99,10 @@ def _judge_partition(v: Verdict, p: PartitionReport) -> None:
     findings = list(p.all_findings())
     v.blockers += [Blocker(f, p.path, f.kind.at_start) for f in findings if f.kind.at_start is not None]
     v.unrecovered += [f for f in findings if f.name in _SKIPS_RECOVERY]
-    if not any(f.kind.cuts for f in findings) or any(f.name == "UNREADABLE" for f in findings):
-        if any(f.name == "UNREADABLE" for f in findings):
-            v.unplanned.append(p.path)
+    if any(f.name == "UNREADABLE" for f in findings):  # a plan blind to a file would say nothing true
+        v.unplanned.append(p.path)
+        return
+    if not any(f.kind.cuts for f in findings):  # recovery loses nothing here
         return
     try:
         part = Partition.from_dir(Path(p.path))

@@ -19,7 +19,7 @@ import secrets
 import shutil
 import stat
 import tarfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -126,23 +126,10 @@ class PartitionDir:
 
     def chunks(self, name: str, start: int = 0, end: int | None = None) -> Iterator[bytes]:
         """The file's bytes from `start` to `end` (the end of the file when None)."""
-        fd = self.open_read(name)
-        try:
-            pos = start
-            while end is None or pos < end:
-                chunk = os.pread(fd, CHUNK if end is None else min(CHUNK, end - pos), pos)
-                if not chunk:
-                    break
-                pos += len(chunk)
-                yield chunk
-        finally:
-            os.close(fd)
+        return read_chunks(name, start, end, dir_fd=self.fd)
 
     def sha256(self, name: str, end: int | None = None) -> str:
-        digest = hashlib.sha256()
-        for chunk in self.chunks(name, 0, end):
-            digest.update(chunk)
-        return digest.hexdigest()
+        return sha256_of(self.chunks(name, 0, end))
 
     def replace(self, name: str, data: bytes | Iterator[bytes], like: FileMeta, sync: bool = True) -> None:
         """Put `data` under `name` atomically, with the owner, group and mode of `like`. `sync` False: the
@@ -228,6 +215,30 @@ def flush_filesystem(fd: int) -> None:
 
 
 _LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def read_chunks(path: str | Path, start: int = 0, end: int | None = None, dir_fd: int | None = None
+                ) -> Iterator[bytes]:
+    """A file's bytes from `start` to `end` (the end of the file when None), a chunk at a time, the file
+    opened without following a symlink: every byte a repair or restore reads of a log dir or a run."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dir_fd)
+    try:
+        pos = start
+        while end is None or pos < end:
+            chunk = os.pread(fd, CHUNK if end is None else min(CHUNK, end - pos), pos)
+            if not chunk:
+                break
+            pos += len(chunk)
+            yield chunk
+    finally:
+        os.close(fd)
+
+
+def sha256_of(chunks: Iterable[bytes]) -> str:
+    digest = hashlib.sha256()
+    for chunk in chunks:
+        digest.update(chunk)
+    return digest.hexdigest()
 
 
 def _chain(*parts: Iterator[bytes]) -> Iterator[bytes]:
