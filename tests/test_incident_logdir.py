@@ -192,6 +192,23 @@ def test_a_missing_meta_properties_with_no_answer_is_explained_not_guessed(tmp_p
     assert not [x for x in plan["log_dirs"] if x["action"] == "rebuild meta.properties"]
     (note,) = plan["log_dir_notes"]
     assert "cannot be rebuilt" in note["note"] and "kafka-storage.sh format" in note["note"]
+    assert "meta.properties is missing and cannot be rebuilt" in logtool("truncate", b).stdout, "text says it too"
+
+
+def test_a_plan_of_only_log_dir_changes_is_not_called_nothing_to_repair(tmp_path):
+    """A log dir whose partitions are whole but that holds a refused directory and two .tmp leftovers: the
+    text names every file it moves and says there is something to do."""
+    log_dir = tmp_path / "logs"
+    shutil.copytree(SAMPLE, log_dir)
+    assert logtool("truncate", "--apply", "--quarantine", tmp_path / "q0", log_dir).returncode == 1  # clicks-2
+    (log_dir / "lost+found").mkdir()
+    for name in ("recovery-point-offset-checkpoint.tmp", "log-start-offset-checkpoint.tmp"):
+        (log_dir / name).write_text("0\n0\n")
+    text = logtool("truncate", log_dir)
+    assert text.returncode == 4
+    assert "nothing to repair\n" not in text.stdout.splitlines()[-1] + "\n"
+    assert "0 of 4 partition(s) to repair and 2 change(s) to log dirs' own files" in text.stdout
+    assert "log-start-offset-checkpoint.tmp, recovery-point-offset-checkpoint.tmp" in text.stdout
 
 
 def test_verify_prints_the_verdict_in_text_json_and_json_lines(tmp_path):

@@ -573,12 +573,12 @@ def _plan_log_dir_entries(result: RepairPlan, ld: LogDirReport) -> None:
     leftovers = [f.file for f in ld.findings if f.name == "TMP_LEFTOVER" and f.file]
     if moved:
         result.log_dir_actions.append((log_dir, Action(
-            ActionKind.MOVE_DIR, moved, detail=f"{', '.join(moved)}: the broker refuses to start with a directory "
-                                               f"that is not a partition in its log dir; kept whole in the quarantine")))
+            ActionKind.MOVE_DIR, moved, detail="the broker refuses to start with a directory that is not a partition "
+                                               "in its log dir; kept whole in the quarantine")))
     if leftovers:
         result.log_dir_actions.append((log_dir, Action(
-            ActionKind.REMOVE_TMP, leftovers, detail=f"{', '.join(leftovers)}: an interrupted rewrite Kafka ignores "
-                                                     f"(the file it was to replace is whole); kept in the quarantine")))
+            ActionKind.REMOVE_TMP, leftovers, detail="an interrupted rewrite Kafka ignores (the file it was to replace "
+                                                     "is whole); kept in the quarantine")))
     if moved or leftovers:
         result.log_dir_seen.append(look(log_dir, moved + leftovers))
 

@@ -78,15 +78,20 @@ def render_plan(plan: RepairPlan, applied: bool) -> None:
     for p in plan.partitions:
         _partition(out, p, applied)
     for log_dir, a in plan.log_dir_actions:
-        out.print(f"[bold]{_name(log_dir)}[/]: [yellow]{a.action}[/] {_name(a.files[0])}: {escape(a.detail)}")
+        out.print(f"[bold]{_name(log_dir)}[/]: [yellow]{a.action}[/] {', '.join(map(_name, a.files))}: "
+                  f"{escape(a.detail)}")
+    for log_dir, note in plan.log_dir_notes:
+        out.print(f"[bold]{_name(log_dir)}[/]: note: {escape(note)}")
     pending = plan.pending
     leaving = _leaving(plan.bytes_leaving, plan.records_leaving, applied)
-    if not pending:
+    # the log dirs' own files: a refused directory moved out, a .tmp leftover, meta.properties, checkpoints
+    own = f" and {len(plan.log_dir_actions)} change(s) to log dirs' own files" if plan.log_dir_actions else ""
+    if not plan.has_changes:
         out.print(f"{len(plan.partitions)} partition(s): nothing to repair")
     elif applied:
-        out.print(f"{len(pending)} of {len(plan.partitions)} partition(s) repaired: {leaving}")
+        out.print(f"{len(pending)} of {len(plan.partitions)} partition(s) repaired{own}: {leaving}")
     else:
-        out.print(f"{len(pending)} of {len(plan.partitions)} partition(s) to repair: {leaving}; "
+        out.print(f"{len(pending)} of {len(plan.partitions)} partition(s) to repair{own}: {leaving}; "
                   f"run again with --apply to carry it out")
 
 
