@@ -21,11 +21,14 @@ from fixtures.fleet import TopicSpec, write_fleet
 from logtool.cli import cli
 from logtool.checks.engine import Target
 from logtool.spark.driver import Audit, list_on_executors, run_audit
-from logtool.spark.listing import Sized, list_path
-from logtool.spark.rows import DIVERGENCE, FINDINGS, PARTITIONS
+from logtool.spark.listing import Listing, Sized, list_path
+from logtool.checks.engine import Report
+from logtool.recovery.verdict import Judged, Loss
+from logtool.spark.rows import DIVERGENCE, FINDINGS, PARTITIONS, VERDICTS
 from logtool.spark.session import LOG4J2, start
 from logtool.spark.split import SEGMENT_COST, TASKS_PER_CORE, pieces, split, task_size, weight
 from logtool.spark.task import Settings
+from logtool.spark.verdicts import fleet_verdicts
 
 # 10 + 6 x 115 partitions at 3 replicas: 2,100 partition dirs over 3 brokers. The first topic's partitions
 # span several segments, as its planted cases need (fixtures/fleet.py).
@@ -155,7 +158,8 @@ def test_paths_that_cannot_be_used_are_rows_and_the_job_succeeds(spark, fleet, a
 
 
 def test_tables_have_the_documented_schemas(spark, audited):
-    for name, schema in (("findings", FINDINGS), ("partitions", PARTITIONS), ("divergence", DIVERGENCE)):
+    for name, schema in (("findings", FINDINGS), ("partitions", PARTITIONS), ("verdicts", VERDICTS),
+                         ("divergence", DIVERGENCE)):
         assert spark.read.parquet(str(audited.out / name)).schema == schema, name
 
 
@@ -241,6 +245,11 @@ def test_the_report_page_shows_the_summary_s_numbers_and_loads_nothing(audited, 
         sum(1 for d in verified.docs for p in d["partitions"] if any(s["first_invalid_position"] is not None
                                                                     for s in p["segments"]))
     assert page.values["divergence.diverging"] == [str(summary["divergence"]["diverging"])]
+    verdict = summary["verdict"]
+    for key in ("log_dirs", "would_not_start", "partitions_cut", "recovery_bytes_cut",
+                "recovery_valid_records_dropped"):
+        assert page.values[f"verdict.{key}"] == [str(verdict[key])], key
+    assert page.values["verdict.first.recovery_bytes_cut"] == [str(v["recovery_bytes_cut"]) for v in verdict["first"]]
     # the same page on standard output; a directory that is not an audit's is one line and exit 8
     r = CliRunner().invoke(cli, ["report", str(audited.out), "-o", "-"], standalone_mode=False,
                            catch_exceptions=False)
@@ -363,6 +372,9 @@ def test_the_command_prints_the_summary(spark, fleet, tmp_path, capsys):
     assert exit_.value.code == 4  # orders-4 is torn on broker-0
     text = capsys.readouterr().out
     assert "2 partition(s)" in text and "TORN_BATCH" in text and "0 partition(s) on more than one log dir" in text
+    # the verdict as verify says it: the partitions' parent would start, and its recovery would cut orders-4
+    assert "verdict: of 1 log dir(s), 0 would not start; recovery would cut" in text
+    assert "its recovery would cut" in text and "orders-4" in text and "next:" in text
     assert "Traceback" not in text and (tmp_path / "out" / "summary.json").exists()
 
 
@@ -410,3 +422,65 @@ def test_executor_modules_do_not_import_the_driver_s_display():
             " print(sorted(m for m in ('rich', 'click', 'logtool.render', 'logtool.spark.driver') if m in sys.modules))")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert p.stdout.strip() == "[]", p.stdout + p.stderr
+
+
+def verify_verdicts(docs: list[dict]) -> dict[str, dict]:
+    return {v["log_dir"]: v for doc in docs for v in doc.get("verdict", [])}
+
+
+def audit_verdicts(spark, out: Path) -> dict[str, dict]:
+    rows = spark.read.parquet(str(out / "verdicts")).collect()
+    return {r.log_dir: {k: v for k, v in r.asDict(recursive=True).items() if k != "host"} for r in rows}
+
+
+def test_verdicts_are_verify_s_log_dir_for_log_dir(spark, fleet, audited, verified):
+    verdicts = audit_verdicts(spark, audited.out)
+    assert verdicts == verify_verdicts(verified.docs)
+    broker = verdicts[str(fleet.written.log_dirs[0])]
+    # lost+found stops broker-0; ghost-0 cannot be read, so what recovery does to it is not worked out
+    assert not broker["broker_starts"] and {b["file"] for b in broker["blockers"]} == {"lost+found"}
+    assert [x["partition"].rsplit("/", 1)[1] for x in broker["not_worked_out"]] == ["ghost-0"]
+    assert broker["recovery_bytes_cut"] > 0 and broker["next"][-1] == f"logtool truncate {fleet.written.log_dirs[0]}"
+    assert all(v["broker_starts"] for d, v in verdicts.items() if d != str(fleet.written.log_dirs[0]))
+    s = audited.summary["verdict"]
+    assert s["log_dirs"] == len(verdicts) and s["would_not_start"] == 1
+    assert s["recovery_bytes_cut"] == sum(v["recovery_bytes_cut"] for v in verdicts.values()) > 0
+    assert s["first"][0]["log_dir"] == str(fleet.written.log_dirs[0])  # the one that would not start first
+
+
+def test_each_partition_s_recovery_is_its_verdict_s(spark, audited, verified):
+    losses = {x["partition"]: x for v in verify_verdicts(verified.docs).values() for x in v["recovery"]}
+    rows = spark.read.parquet(str(audited.out / "partitions")).collect()
+    cut = {r.path: (r.recovery_bytes_cut, r.recovery_segments_deleted, r.recovery_valid_records_dropped,
+                    r.log_end_offset_after) for r in rows if r.recovery_bytes_cut}
+    assert cut == {p: (x["bytes_cut"], x["segments_deleted"], x["valid_records_dropped"], x["log_end_offset_after"])
+                   for p, x in losses.items()}
+    assert any(x["segments_deleted"] for x in losses.values())
+    assert {r.path.rsplit("/", 1)[1] for r in rows if r.recovery_not_worked_out} == {"ghost-0"}
+    assert all(r.broker_starts for r in rows)  # no partition of this fleet stops its broker by itself
+
+
+def test_a_split_partition_s_verdict_is_verify_s(spark, fleet, tmp_path):
+    # orders-5 on broker-2 is damaged in its first segment: its recovery deletes the later segments, which
+    # other pieces walked; the verdict is worked out once the pieces are joined.
+    paths = [str(fleet.written.log_dirs[2] / f"orders-{p}") for p in (4, 5, 6)]
+    summary = run_audit(spark, Audit(tuple(paths), str(tmp_path / "out"), task_bytes=SEGMENT_COST * 3))
+    assert summary["tasks"] > len(paths)
+    doc = json.loads(run_logtool("verify", "--format", "json", *paths).stdout)
+    verdicts = audit_verdicts(spark, tmp_path / "out")
+    assert verdicts == verify_verdicts([doc])
+    (verdict,) = verdicts.values()
+    assert any(x["segments_deleted"] and x["valid_records_dropped"] for x in verdict["recovery"])
+    assert any(step.startswith("logtool dump ") and "--salvage" in step for step in verdict["next"])
+
+
+def test_a_pinned_log_dir_s_next_commands_are_for_its_host():
+    # Partitions of h1:/data/kafka, its own files not among the PATHs; the next commands run on h1.
+    listing = Listing("h1:/data/kafka/orders-0", "h1", Report(),
+                      [Sized(Target(Path("/data/kafka/orders-0")), "h1:/data/kafka")])
+    loss = Loss("h1:/data/kafka/orders-0", 633, 1, 5, 477, 472, "LT102 TORN_BATCH in 00000000000000000457.log")
+    ((verdict, host),) = fleet_verdicts([listing], [("h1:/data/kafka", Judged("h1:/data/kafka/orders-0", loss=loss))])
+    assert host == "h1" and verdict.starts and not verdict.log_dir_checked
+    assert verdict.next_steps == [
+        "on h1: logtool dump /data/kafka/orders-0 --salvage --format jsonl > orders-0.rescued.jsonl",
+        "on h1: logtool truncate /data/kafka/orders-0"]

@@ -66,7 +66,8 @@ def _one_line(e: Exception) -> str:
 ], "4 here: a finding at or above --fail-on, as verify would say."))
 @paths_argument
 @click.option("--output", "-o", required=True, metavar="DIR",
-              help="where to write findings/, partitions/, divergence/ (Parquet) and summary.json; a path or a URI")
+              help="where to write findings/, partitions/, verdicts/, divergence/ (Parquet) and summary.json; a path "
+                   "or a URI")
 @click.option("--master", metavar="URL", callback=_master, help="Spark master  [default: local[*], or spark-submit's]")
 @deep_option
 @click.option("--replicas", is_flag=True,
@@ -84,8 +85,8 @@ def _one_line(e: Exception) -> str:
 def command(paths: tuple[Path, ...], output: str, master: str | None, deep: bool, replicas: bool, fmt: str,
             fail_on: str, max_read_rate: float | None, spare_page_cache: bool, transaction_timeout_ms: int,
             task_bytes: int | None, conf: dict[str, str]) -> int:
-    """Verify every partition of many log dirs as one Spark job: Parquet tables of findings and partitions
-    (and replica divergence with --replicas), a summary, and verify's exit codes."""
+    """Verify every partition of many log dirs as one Spark job: Parquet tables of findings, partitions and
+    verify's verdict per log dir (and replica divergence with --replicas), a summary, and verify's exit codes."""
     # Executors resolve a relative path in their own work dir: the driver's are made absolute here.
     # A HOST:PATH (rsync's and scp's form) is read only by an executor on that host, and is absolute there.
     texts = tuple(str(p) if pinned(str(p))[0] else str(p.absolute()) for p in paths)

@@ -44,7 +44,7 @@ def emit(report: Report, fmt: str, text: Callable[[Report], None], exit_code: in
     else:
         text(report)
         if judged:
-            render_verdicts(list(judged))
+            render_verdicts([v.to_dict() for v in judged])
     for f in report.findings:  # what stopped a PATH from being read at all: one line each
         print(undecoded_escaped(f"logtool: {f.file}: {f.message}"), file=sys.stderr)
     return exit_code

@@ -20,6 +20,7 @@ from logtool.store.partition import Partition
 
 # Kinds the broker starts with but that leave a partition as it is instead of recovering it.
 _SKIPS_RECOVERY = ("CLEAN_SHUTDOWN_WITH_DAMAGE", "RECOVERY_SKIPS_DAMAGE")
+_UNREADABLE = "a file of it cannot be read"
 
 
 @dataclass(slots=True, frozen=True)
@@ -53,6 +54,34 @@ class Loss:
                 "cause": self.cause}
 
 
+@dataclass(slots=True, frozen=True)
+class NotWorkedOut:
+    """A damaged partition whose loss could not be worked out, and why."""
+
+    partition: str
+    why: str
+
+    def to_dict(self) -> dict:
+        return {"partition": self.partition, "why": self.why}
+
+
+@dataclass(slots=True)
+class Judged:
+    """One partition's part of its log dir's verdict (made where its files can be read: on an audit's
+    executor, then sent to the driver)."""
+
+    partition: str
+    blockers: list[Blocker] = field(default_factory=list)
+    unrecovered: list[Finding] = field(default_factory=list)
+    loss: Loss | None = None
+    not_worked_out: NotWorkedOut | None = None
+
+    @property
+    def matters(self) -> bool:
+        """Whether it adds anything to the verdict (most partitions do not)."""
+        return bool(self.blockers or self.unrecovered or self.loss or self.not_worked_out)
+
+
 @dataclass(slots=True)
 class Verdict:
     """One log dir's verdict (or, for partition dirs given without their log dir, their parent's: then the
@@ -63,12 +92,29 @@ class Verdict:
     blockers: list[Blocker] = field(default_factory=list)
     losses: list[Loss] = field(default_factory=list)
     unrecovered: list[Finding] = field(default_factory=list)  # damage the broker would start with, unrecovered
-    unplanned: list[str] = field(default_factory=list)  # damaged partitions whose loss could not be worked out
+    unplanned: list[NotWorkedOut] = field(default_factory=list)
     next_steps: list[str] = field(default_factory=list)
 
     @property
     def starts(self) -> bool:
         return not self.blockers
+
+    def add_log_dir_findings(self, findings: list[Finding]) -> None:
+        self.blockers += [Blocker(f, self.log_dir, f.kind.at_start) for f in findings if f.kind.at_start is not None]
+        self.unrecovered += [f for f in findings if f.name in _SKIPS_RECOVERY]
+
+    def add(self, judged: Judged) -> None:
+        self.blockers += judged.blockers
+        self.unrecovered += judged.unrecovered
+        if judged.loss is not None:
+            self.losses.append(judged.loss)
+        if judged.not_worked_out is not None:
+            self.unplanned.append(judged.not_worked_out)
+
+    def finish(self) -> "Verdict":
+        """Work out the next steps, once every partition was added."""
+        self.next_steps = _next_steps(self)
+        return self
 
     def to_dict(self) -> dict:
         return {"log_dir": self.log_dir, "log_dir_checked": self.log_dir_checked, "broker_starts": self.starts,
@@ -76,47 +122,52 @@ class Verdict:
                 "recovery_bytes_cut": sum(x.bytes_cut for x in self.losses),
                 "recovery_valid_records_dropped": sum(x.valid_records_dropped for x in self.losses),
                 "starts_unrecovered": [f.to_dict() for f in self.unrecovered],
-                "not_worked_out": self.unplanned, "next": self.next_steps}
+                "not_worked_out": [x.to_dict() for x in self.unplanned], "next": self.next_steps}
 
 
 def verdicts(report: Report) -> list[Verdict]:
     """A verdict per log dir of the report, in its order, then one per other parent of partition dirs given."""
     by_dir: dict[str, Verdict] = {}
     for d in report.log_dirs:
-        v = by_dir.setdefault(str(Path(d.path)), Verdict(d.path, True))
-        v.blockers += [Blocker(f, d.path, f.kind.at_start) for f in d.findings if f.kind.at_start is not None]
-        v.unrecovered += [f for f in d.findings if f.name in _SKIPS_RECOVERY]
+        by_dir.setdefault(str(Path(d.path)), Verdict(d.path, True)).add_log_dir_findings(d.findings)
     for p in report.partitions:
         parent = str(Path(p.path).parent)
-        v = by_dir.setdefault(parent, Verdict(parent, False))
-        _judge_partition(v, p)
-    for v in by_dir.values():
-        v.next_steps = _next_steps(v, report)
-    return list(by_dir.values())
+        by_dir.setdefault(parent, Verdict(parent, False)).add(judge(p))
+    return [v.finish() for v in by_dir.values()]
 
 
-def _judge_partition(v: Verdict, p: PartitionReport) -> None:
+def judge(p: PartitionReport, directory: Path | None = None, unreachable: str | None = None) -> Judged:
+    """The partition's part of the verdict, from its report. Its files (at `directory`, its report's path
+    unless given) are read again only when its recovery would cut; when they cannot be reached from here,
+    `unreachable` says why and the loss is not worked out."""
     findings = list(p.all_findings())
-    v.blockers += [Blocker(f, p.path, f.kind.at_start) for f in findings if f.kind.at_start is not None]
-    v.unrecovered += [f for f in findings if f.name in _SKIPS_RECOVERY]
+    judged = Judged(p.path, [Blocker(f, p.path, f.kind.at_start) for f in findings if f.kind.at_start is not None],
+                    [f for f in findings if f.name in _SKIPS_RECOVERY])
     if any(f.name == "UNREADABLE" for f in findings):  # a plan blind to a file would say nothing true
-        v.unplanned.append(p.path)
-        return
-    if not any(f.kind.cuts for f in findings):  # recovery loses nothing here
-        return
+        judged.not_worked_out = NotWorkedOut(p.path, _UNREADABLE)
+    elif any(f.kind.cuts for f in findings):  # else recovery loses nothing here
+        directory = directory or Path(p.path)
+        if directory.is_file():  # what recovery does depends on the partition's other segments
+            unreachable = "a lone segment was given: give its partition dir"
+        plan = None if unreachable else _plan(directory)
+        if plan is None:
+            judged.not_worked_out = NotWorkedOut(p.path, unreachable or _UNREADABLE)
+        else:
+            judged.loss = _loss(p.path, plan)
+    return judged
+
+
+def _plan(directory: Path) -> PartitionPlan | None:
+    """Kafka's recovery of the partition as the truncate planner works it out; None when a file is unreadable."""
     try:
-        part = Partition.from_dir(Path(p.path))
+        part = Partition.from_dir(directory)
         try:
             plan = plan_partition(part, False, DEFAULT_INDEX_INTERVAL_BYTES)
         finally:
             part.close()
     except OSError:
-        v.unplanned.append(p.path)
-        return
-    if plan.unreadable:
-        v.unplanned.append(p.path)
-        return
-    v.losses.append(_loss(p.path, plan))
+        return None
+    return None if plan.unreadable else plan
 
 
 def _loss(path: str, plan: PartitionPlan) -> Loss:
@@ -125,7 +176,7 @@ def _loss(path: str, plan: PartitionPlan) -> Loss:
                 plan.valid_records_dropped_by_kafka, plan.log_end_as_written, plan.log_end_after, cause)
 
 
-def _next_steps(v: Verdict, report: Report) -> list[str]:
+def _next_steps(v: Verdict) -> list[str]:
     """The commands to run next, in order: keep what recovery would drop, preview the repair."""
     steps = []
     for loss in v.losses:

@@ -5,13 +5,28 @@ from __future__ import annotations
 from rich.markup import escape
 
 from logtool.render.table import Column, print_fitted
-from logtool.render.text import console
+from logtool.render.text import Screen, console
+from logtool.render.verdict import verdict_lines
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
 
 
 def _per_second(rate: float) -> str:
     return f"{rate:,.0f}" if rate >= 10 else f"{rate:.2g}"  # a slow rate keeps two digits, never reads 0
+
+
+def _verdicts(out: Screen, v: dict) -> None:
+    """The fleet's verdict in one line, then the most troubled log dirs' verdicts as verify says them."""
+    unknown = f"; for {v['not_worked_out']} damaged partition(s) it cannot be worked out" if v["not_worked_out"] else ""
+    style = "bold red" if v["would_not_start"] else "bold yellow" if v["troubled"] else "bold green"
+    out.print(f"[{style}]verdict[/]: of {v['log_dirs']} log dir(s), {v['would_not_start']} would not start; "
+              f"recovery would cut {v['recovery_bytes_cut']} bytes of {v['partitions_cut']} partition(s) and drop "
+              f"{v['recovery_valid_records_dropped']} valid record(s) as written{unknown}")
+    for verdict in v["first"]:
+        for line in verdict_lines(verdict):
+            out.print(line)
+    if v["troubled"] > len(v["first"]):
+        out.print(f"... and {v['troubled'] - len(v['first'])} more log dir(s) in the verdicts table")
 
 
 def render_audit(s: dict) -> None:
@@ -34,6 +49,7 @@ def render_audit(s: dict) -> None:
                            Column("worst finding", 3)],
                      [[escape(r["path"]), escape(r["host"]), str(r["errors"]), str(r["warnings"]),
                        escape(r["worst_finding"] or "-")] for r in s["worst_partitions"]])
+    _verdicts(out, s["verdict"])
     d = s["divergence"]
     if d is not None:
         kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(d["by_kind"].items())) or "none"
@@ -44,5 +60,5 @@ def render_audit(s: dict) -> None:
                                Column("affected", 2)],
                          [[escape(f"{r['topic']}-{r['partition']}"), r["kind"], str(r["first_divergent_offset"]),
                            escape(", ".join(r["affected"]))] for r in d["first"]])
-    tables = "findings, partitions" + (", divergence" if d is not None else "")
+    tables = "findings, partitions, verdicts" + (", divergence" if d is not None else "")
     out.print(f"wrote {escape(s['output'])}: {tables} (Parquet) and summary.json")

@@ -1,4 +1,5 @@
-"""The audit as one self-contained HTML page (`logtool report`): the fleet summary, findings by severity,
+"""The audit as one self-contained HTML page (`logtool report`): the fleet summary, whether the brokers
+would start (the verdict), findings by severity,
 code, host and topic, the worst partitions with their remedies, replica divergence, and bar charts where a
 person would rather look than read (damaged bytes by host and by topic, damage by day).
 
@@ -75,6 +76,36 @@ def _sev(severity: str) -> str:
     return f'<span class="{escape(severity)}">{escape(severity)}</span>'
 
 
+def _verdict(v: dict | None) -> list[str]:
+    """Would the brokers start, and what would their recovery cut: the counts, then the most troubled log
+    dirs with their blockers and the commands to run next."""
+    out = ["<h2>Would the brokers start?</h2>"]
+    if v is None:
+        return out + ['<p class="none">Not in this summary (written by an older logtool).</p>']
+    out.append(f'<p>Of {_num("verdict.log_dirs", v["log_dirs"])} log dir(s), '
+               f'{_num("verdict.would_not_start", v["would_not_start"])} would not start; Kafka\'s recovery would cut '
+               f'{_num("verdict.recovery_bytes_cut", v["recovery_bytes_cut"])} bytes of '
+               f'{_num("verdict.partitions_cut", v["partitions_cut"])} partition(s) and drop '
+               f'{_num("verdict.recovery_valid_records_dropped", v["recovery_valid_records_dropped"])} valid '
+               f'record(s) as written.</p>')
+    rows = []
+    for d in v["first"]:
+        blockers = "<br>".join(f'{escape(b["code"])} {escape(b["name"])} {escape(b["file"] or b["where"])}: '
+                               f'{escape(b["fix"])}' for b in d["blockers"])
+        steps = "<br>".join(f"<code>{escape(step)}</code>" for step in d["next"])
+        rows.append(f'<tr><td class="path">{escape(d["log_dir"])}</td><td>{escape(str(d["host"]))}</td>'
+                    f'<td>{"yes" if d["broker_starts"] else "<span class=error>no</span>"}</td><td>{blockers}</td>'
+                    f'{_cell("verdict.first.recovery_bytes_cut", d["recovery_bytes_cut"])}'
+                    f'{_cell("verdict.first.recovery_valid_records_dropped", d["recovery_valid_records_dropped"])}'
+                    f'<td class="path">{steps}</td></tr>')
+    out.append(_table(["log dir", "host", "starts", "what stops it, and the fix", "bytes cut",
+                       "valid records dropped", "next"], rows, "Every broker would start, and lose nothing."))
+    if v["troubled"] > len(v["first"]):
+        out.append(f'<p class="meta">The {len(v["first"])} most troubled of {v["troubled"]} log dirs: the rest '
+                   f'are in the verdicts table.</p>')
+    return out
+
+
 def html_report(s: dict) -> str:
     """The page for an audit's summary (the dict summary.json holds)."""
     secs = s.get("seconds") or {}
@@ -90,6 +121,7 @@ def html_report(s: dict) -> str:
            f'checks {_num("seconds.check", secs.get("check"))} s, tables {_num("seconds.output", secs.get("output"))}'
            f' s; output {escape(str(s.get("output")))}</p>',
            f'<div class="cards">{cards}</div>']
+    out += _verdict(s.get("verdict"))
 
     out.append("<h2>Findings by code</h2>")
     rows = []

@@ -22,11 +22,14 @@ from logtool.spark.hosts import Pin, located, pinned, resolve
 from logtool.spark.listing import Listing, list_path, not_audited
 from logtool.spark.outcome import blob, merged_rows, partition_path, unit_rows
 from logtool.spark.progress import job_progress
-from logtool.spark.rows import BATCH, FINDING, FINDINGS, PARTITION, PIECE, TAGGED, TALLY, listing_findings
+from logtool.recovery.verdict import Verdict
+from logtool.spark.rows import (BATCH, FINDING, FINDINGS, JUDGED, PARTITION, PIECE, TAGGED, TALLY, VERDICTS,
+                                listing_findings, verdict_row)
 from logtool.spark.session import preflight, ship
 from logtool.spark.split import TASKS_PER_CORE, Unit, split, task_size
 from logtool.spark.summary import Tally, divergence_summary
 from logtool.spark.task import Settings
+from logtool.spark.verdicts import fleet_verdicts, verdict_summary
 
 ROWS_PER_FILE = 200_000  # partitions per Parquet file: a few files for a big fleet, one for a small one
 
@@ -41,8 +44,8 @@ class Audit:
 
 
 def run_audit(spark: SparkSession, audit: Audit, startup_seconds: float | None = None) -> dict:
-    """Run the audit, write DIR/findings, DIR/partitions, DIR/divergence (with --replicas) and DIR/summary.json;
-    return the summary."""
+    """Run the audit, write DIR/findings, DIR/partitions, DIR/verdicts, DIR/divergence (with --replicas) and
+    DIR/summary.json; return the summary."""
     sc = spark.sparkContext
     ship(spark)
     preflight(spark)
@@ -63,13 +66,15 @@ def run_audit(spark: SparkSession, audit: Audit, startup_seconds: float | None =
     rows = _check(spark, units, audit.settings, dirs)
     with job_progress(sc, f"{group}-check", "checking"):
         # The first action: it runs the checks and fills the cache every table below is read from.
-        counted = reduce(Tally.merge, map(blob, _kind(rows[-1], TALLY).select("blob").collect()), Tally())
+        sent = rows[-1].filter(rows[-1].kind.isin(TALLY, JUDGED)).select("kind", "blob").collect()
+    counted = reduce(Tally.merge, (blob(r) for r in sent if r.kind == TALLY), Tally())
+    verdicts = fleet_verdicts(listings, (blob(r) for r in sent if r.kind == JUDGED))
     checked_at = time.perf_counter()
 
     sc.setJobGroup(f"{group}-output", "logtool audit: writing the tables")
     out = _Output(spark, audit.output)
     with job_progress(sc, f"{group}-output", "writing the tables"):
-        summary = _write(spark, out, audit, counted, rows, listings, len(units))
+        summary = _write(spark, out, audit, counted, rows, listings, len(units), verdicts)
     for cached in rows:
         cached.unpersist()
     dirs.destroy()
@@ -87,9 +92,11 @@ def run_audit(spark: SparkSession, audit: Audit, startup_seconds: float | None =
 
 
 def _write(spark: SparkSession, out: "_Output", audit: Audit, counted: Tally, rows: list[DataFrame],
-           listings: list[Listing], units: int) -> dict:
-    """The tables, from the cached check rows, and the summary's counts."""
+           listings: list[Listing], units: int, verdicts: list[tuple[Verdict, str]]) -> dict:
+    """The tables, from the cached check rows and the verdicts, and the summary's counts."""
     files = max(1, min(units, counted.partitions // ROWS_PER_FILE + 1))
+    judged = [v.to_dict() | {"host": host} for v, host in verdicts]
+    out.table("verdicts", spark.createDataFrame([verdict_row(v) for v in judged], VERDICTS).coalesce(1))
     about_paths = spark.createDataFrame([r for listing in listings for r in listing_findings(listing)], FINDINGS)
     # Two small jobs over the cache, each keeping one core busy in the JVM: side by side.
     _side_by_side(lambda: out.table("findings", _kind(rows[-1], FINDING).select("finding.*")
@@ -104,6 +111,7 @@ def _write(spark: SparkSession, out: "_Output", audit: Audit, counted: Tally, ro
         for ld in listing.report.log_dirs:
             counted.count(ld.findings, host=listing.host)
     summary = counted.summary(audit.fail_on)
+    summary["verdict"] = verdict_summary(judged)
     summary["divergence"] = divergence_summary(out.read("divergence"), out.read("partitions")) \
         if audit.settings.replicas else None
     return summary

@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING
 
 from logtool.checks.logdir import LogDirReport
 from logtool.checks.engine import check_against_log_dir
-from logtool.spark.rows import (BATCH, FINDING, PARTITION, PIECE, TALLY, batch_rows, checked_findings,
+from logtool.spark.rows import (BATCH, FINDING, JUDGED, PARTITION, PIECE, TALLY, batch_rows, checked_findings,
                                 partition_row)
-from logtool.spark.hosts import named
+from logtool.recovery.verdict import Judged, judge
+from logtool.spark.hosts import executor_host, named, same_host
 from logtool.spark.split import Unit
 from logtool.spark.summary import Tally
 from logtool.spark.task import Checked, Settings, check_unit, merge
@@ -47,13 +48,25 @@ def _rows(log_dirs: dict[str, LogDirReport], c: Checked, tally: Tally) -> Iterat
     ld = log_dirs.get(str(Path(c.report.path).parent))
     if ld is not None:
         check_against_log_dir(ld, c.report)
+    c.judged = _judged(c)
     row = partition_row(c)
     tally.add(c, row)
+    if c.judged.matters:
+        yield (JUDGED, None, None, None, pickle.dumps((c.item.log_dir, c.judged), pickle.HIGHEST_PROTOCOL))
     for finding in checked_findings(c):
         yield (FINDING, finding, None, None, None)
     yield (PARTITION, None, row, None, None)
     for batch in batch_rows(c):
         yield (BATCH, None, None, batch, None)
+
+
+def _judged(c: Checked) -> Judged:
+    """Its part of the verdict. What recovery would cut is worked out from its files, which a pinned
+    partition's pieces, joined on another host, cannot reach: then the verdict says so."""
+    pin = c.item.pin
+    if pin is not None and not same_host(pin.executor, executor_host()):
+        return judge(c.report, None, f"its pieces were joined on {executor_host()}, not on {pin.asked}")
+    return judge(c.report, c.item.target.path)
 
 
 def blob(row) -> object:

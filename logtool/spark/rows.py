@@ -3,10 +3,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pyspark.sql.types import (ArrayType, BinaryType, DoubleType, IntegerType, LongType, StringType, StructField,
-                               StructType)
+from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DoubleType, IntegerType, LongType, StringType,
+                               StructField, StructType)
 
 from logtool.findings import Finding, Severity
+from logtool.recovery.verdict import Judged
 from logtool.spark.listing import Listing
 from logtool.spark.task import Checked
 
@@ -15,7 +16,7 @@ def _schema(*fields: tuple[str, object]) -> StructType:
     return StructType([StructField(name, kind, True) for name, kind in fields])
 
 
-S, I, L, D = StringType(), IntegerType(), LongType(), DoubleType()
+S, I, L, D, B = StringType(), IntegerType(), LongType(), DoubleType(), BooleanType()
 
 FINDINGS = _schema(
     ("log_dir", S), ("host", S), ("scope", S), ("path", S), ("topic", S), ("partition", I), ("segment", S),
@@ -30,7 +31,10 @@ PARTITIONS = _schema(
     ("log_dir", S), ("host", S), ("path", S), ("topic", S), ("partition", I), ("dir_kind", S), ("status", S),
     ("worst_finding", S), ("errors", I), ("warnings", I), ("infos", I), ("segment_count", I), ("bytes", L),
     ("valid_bytes", L), ("batches", L), ("records", L), ("first_offset", L), ("last_offset", L),
-    ("first_invalid_segment", S), ("first_invalid_position", L), ("seconds", D), ("segments", ArrayType(SEGMENT)))
+    ("first_invalid_segment", S), ("first_invalid_position", L), ("seconds", D), ("segments", ArrayType(SEGMENT)),
+    # the partition's part of the verdict: whether it lets the broker start, what Kafka's recovery would do to it
+    ("broker_starts", B), ("recovery_bytes_cut", L), ("recovery_segments_deleted", I),
+    ("recovery_valid_records_dropped", L), ("log_end_offset_after", L), ("recovery_not_worked_out", S))
 
 BATCHES = _schema(
     ("log_dir", S), ("topic", S), ("partition", I), ("base_offset", L), ("last_offset", L), ("crc", L),
@@ -41,7 +45,22 @@ BATCHES = _schema(
 TAGGED = _schema(("kind", S), ("finding", FINDINGS), ("partition", PARTITIONS), ("batch", BATCHES),
                  ("blob", BinaryType()))
 FINDING, PARTITION, BATCH = "finding", "partition", "batch"
-PIECE, TALLY = "piece", "tally"  # blob: a piece of a split partition (a `Checked`), a task's `Tally`
+# blob: a piece of a split partition (a `Checked`), a task's `Tally`, (log dir, `Judged`) of a partition that
+# changes its log dir's verdict
+PIECE, TALLY, JUDGED = "piece", "tally", "judged"
+
+# One row per log dir: verify's verdict (its JSON fields, documented in the README), and the host that read it.
+VERDICTS = _schema(
+    ("log_dir", S), ("host", S), ("log_dir_checked", B), ("broker_starts", B),
+    ("blockers", ArrayType(_schema(("code", S), ("name", S), ("where", S), ("file", S), ("effect", S),
+                                   ("message", S), ("fix", S)))),
+    ("recovery", ArrayType(_schema(("partition", S), ("bytes_cut", L), ("segments_deleted", I),
+                                   ("valid_records_dropped", L), ("log_end_offset_as_written", L),
+                                   ("log_end_offset_after", L), ("cause", S)))),
+    ("recovery_bytes_cut", L), ("recovery_valid_records_dropped", L),
+    ("starts_unrecovered", ArrayType(_schema(("code", S), ("name", S), ("severity", S), ("file", S),
+                                             ("position", L), ("offset", L), ("message", S)))),
+    ("not_worked_out", ArrayType(_schema(("partition", S), ("why", S)))), ("next", ArrayType(S)))
 
 DIVERGENCE = _schema(
     ("topic", S), ("partition", I), ("replicas", ArrayType(S)), ("first_divergent_offset", L), ("kind", S),
@@ -88,7 +107,29 @@ def partition_row(c: Checked) -> tuple:
         broken.file if broken else None, broken.first_invalid_position if broken else None, round(c.seconds, 6),
         [(s.file, s.base_offset, s.size, s.valid_bytes, s.first_invalid_position, s.batches, s.records, s.first_offset,
           s.last_offset, s.first_timestamp, s.max_timestamp, sorted(s.magic), sorted(s.codecs)) for s in segs],
+        *_judged_columns(c.judged),
     )
+
+
+def _judged_columns(judged: Judged | None) -> tuple:
+    loss = judged.loss if judged else None
+    return (not (judged and judged.blockers), loss.bytes_cut if loss else 0, loss.segments_deleted if loss else 0,
+            loss.valid_records_dropped if loss else 0, loss.log_end_after if loss else None,
+            judged.not_worked_out.why if judged and judged.not_worked_out else None)
+
+
+def verdict_row(verdict: dict) -> tuple:
+    """A row of the verdicts table from a verdict's dict (`Verdict.to_dict` and its host)."""
+    return _struct(verdict, VERDICTS)
+
+
+def _struct(value: object, kind: object) -> object:
+    """A dict's values as the tuple a struct of this schema takes, through arrays of them."""
+    if isinstance(kind, ArrayType):
+        return [_struct(v, kind.elementType) for v in value]
+    if isinstance(kind, StructType):
+        return tuple(_struct(value[f.name], f.dataType) for f in kind.fields)
+    return value
 
 
 def batch_rows(c: Checked) -> list[tuple]:

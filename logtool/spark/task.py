@@ -12,6 +12,7 @@ from logtool.checks.producers import DEFAULT_TRANSACTION_TIMEOUT_MS
 from logtool.spark.pieces import check_piece, finish_pieces
 from logtool.format.batch import BatchView
 from logtool.findings import finding
+from logtool.recovery.verdict import Judged
 from logtool.format import kernel
 from logtool.spark.hosts import executor_host, named, reader, same_host
 from logtool.spark.listing import Sized
@@ -54,6 +55,7 @@ class Checked:
     report: PartitionReport
     seconds: float
     batches: list[BatchKey] = field(default_factory=list)
+    judged: Judged | None = None  # its part of the verdict, once held against its log dir (spark/outcome.py)
 
 
 def task_threads() -> None:

@@ -1,0 +1,54 @@
+"""The audit's verdict per log dir: verify's (recovery/verdict.py), put together on the driver from the log
+dirs the listing found and the partitions whose check tasks judged that they change it (the damaged few: a
+healthy fleet sends back nothing)."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from logtool.recovery.verdict import Judged, Verdict
+from logtool.spark.hosts import pinned
+from logtool.spark.listing import Listing
+
+SHOWN = 10  # verdicts the summary carries whole: those that would not start first, then the most cut
+
+
+def fleet_verdicts(listings: list[Listing], judged: Iterable[tuple[str, Judged]]) -> list[tuple[Verdict, str]]:
+    """(verdict, host that listed it) per log dir: those the PATHs name (their own files checked), then the
+    parents of partition dirs given without their log dir."""
+    by_dir: dict[str, tuple[Verdict, str]] = {}
+    for listing in listings:
+        for d in listing.report.log_dirs:
+            by_dir.setdefault(str(Path(d.path)), (Verdict(d.path, True), listing.host))[0] \
+                .add_log_dir_findings(d.findings)
+        for t in listing.targets:
+            by_dir.setdefault(str(Path(t.log_dir)), (Verdict(t.log_dir, False), listing.host))
+    for log_dir, j in judged:
+        by_dir[str(Path(log_dir))][0].add(j)
+    return [(_on_its_host(v.finish()), host) for v, host in by_dir.values()]
+
+
+def _on_its_host(v: Verdict) -> Verdict:
+    """A pinned log dir's next commands are run on its host, on its own paths (logtool takes no HOST:PATH
+    outside the audit)."""
+    host, _ = pinned(v.log_dir)
+    if host is not None:
+        v.next_steps = [f"on {host}: {step.replace(f'{host}:/', '/')}" for step in v.next_steps]
+    return v
+
+
+def verdict_summary(verdicts: list[dict]) -> dict:
+    """The summary's part: counts over the fleet's log dirs, and the most troubled verdicts whole."""
+    troubled = [v for v in verdicts if not v["broker_starts"] or v["recovery"] or v["starts_unrecovered"]
+                or v["not_worked_out"]]
+    troubled.sort(key=lambda v: (v["broker_starts"], -v["recovery_bytes_cut"], v["log_dir"]))
+    return {
+        "log_dirs": len(verdicts),
+        "would_not_start": sum(1 for v in verdicts if not v["broker_starts"]),
+        "partitions_cut": sum(len(v["recovery"]) for v in verdicts),
+        "recovery_bytes_cut": sum(v["recovery_bytes_cut"] for v in verdicts),
+        "recovery_valid_records_dropped": sum(v["recovery_valid_records_dropped"] for v in verdicts),
+        "not_worked_out": sum(len(v["not_worked_out"]) for v in verdicts),
+        "troubled": len(troubled),
+        "first": troubled[:SHOWN],
+    }
