@@ -68,17 +68,23 @@ def cluster(tmp_path_factory):
                                         str(port), "--webui-port", str(_free_port())],
                                        {**env, "SPARK_LOCAL_IP": "127.0.0.1"}, master_log)
         _wait_for(master_log, "I have been elected leader", procs["master"])
-        url = f"spark://127.0.0.1:{port}"
+        cluster = SimpleNamespace(url=f"spark://127.0.0.1:{port}", procs=procs, root=root, env=env)
         for ip in WORKERS:
-            log = root / f"worker-{ip}.log"
-            procs[ip] = _spark_class(["org.apache.spark.deploy.worker.Worker", "--host", ip, "--cores", "1", "--memory",
-                                      "1g", "--webui-port", "0", "--work-dir", str(root / f"work-{ip}"), url],
-                                     {**env, "SPARK_LOCAL_IP": ip}, log)
-            _wait_for(log, "Successfully registered with master", procs[ip])
-        yield SimpleNamespace(url=url, procs=procs, root=root)
+            _start_worker(cluster, ip)
+        yield cluster
     finally:
         for proc in reversed(list(procs.values())):
             _stop(proc)
+
+
+def _start_worker(cluster: SimpleNamespace, ip: str) -> None:
+    log = cluster.root / f"worker-{ip}.log"
+    log.unlink(missing_ok=True)
+    cluster.procs[ip] = _spark_class(["org.apache.spark.deploy.worker.Worker", "--host", ip, "--cores", "1",
+                                      "--memory", "1g", "--webui-port", "0", "--work-dir",
+                                      str(cluster.root / f"work-{ip}"), cluster.url],
+                                     {**cluster.env, "SPARK_LOCAL_IP": ip}, log)
+    _wait_for(log, "Successfully registered with master", cluster.procs[ip])
 
 
 @pytest.fixture(scope="module")
@@ -170,6 +176,43 @@ def shared_paths() -> list[Path]:
                    for p in require(root).rglob("*.log") if parse_partition_dir(p.parent.name) is not None})
     written = sorted(p for p in require(KAFKA_WRITTEN).glob("*/*-[0-9]*") if p.is_dir())
     return real + written
+
+
+def test_a_pinned_worker_killed_during_the_checks_ends_the_job_and_names_what_it_did_not_audit(
+        cluster, brokers, local_spark, tmp_path):
+    """Its tasks cannot run anywhere else: Spark gives up waiting for the host after the bounded locality
+    wait, the tasks come back unread, and the driver reports them not audited once the host is gone. (With
+    a wait that never ended, the job hung with no task running.)"""
+    out = tmp_path / "out"
+    victim = WORKERS[1]
+    paths = [f"{WORKERS[0]}:{brokers[0]}", f"{victim}:{brokers[1]}", f"{victim}:{brokers[2]}"]
+    proc = subprocess.Popen([str(LOGTOOL), "audit", "--master", cluster.url, *paths, "-o", str(out), "--format",
+                             "json", "--task-bytes", "200000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd="/")
+    try:
+        deadline = time.monotonic() + 300
+        while not _checking_on(cluster.root / f"work-{victim}"):
+            assert proc.poll() is None and time.monotonic() < deadline, "the audit ended before a check ran there"
+            time.sleep(0.2)
+        os.killpg(cluster.procs[victim].pid, signal.SIGKILL)  # the worker and its executor, without a word
+        cluster.procs[victim].wait()
+        stdout, stderr = proc.communicate(timeout=240)  # ends (it hung for good before), within a bounded time
+    finally:
+        proc.kill()
+        _start_worker(cluster, victim)  # for the tests after this one
+    assert proc.returncode == 8 and "Traceback" not in stderr, stderr[-3000:]
+    summary = json.loads(stdout)
+    (lost,) = summary["not_audited"]
+    assert lost["host"] == victim and lost["count"] > 0
+    assert f"logtool: not audited on {victim}: {lost['count']} PATH(s) or partition(s)" in stderr
+    docs = _verify(brokers)
+    parts = local_spark.read.parquet(str(out / "partitions")).collect()
+    # every partition once: the survivor's all checked, the victim's checked before the kill or not audited
+    assert sorted(_unpinned(r.path) for r in parts) == sorted(p["path"] for d in docs for p in d["partitions"])
+    missing = {r.path for r in local_spark.read.parquet(str(out / "findings")).collect() if r.name == "NOT_AUDITED"}
+    assert len(missing) == lost["count"] and all(p.startswith(f"{victim}:") for p in missing)
+    survivor = [r for r in parts if r.path.startswith(f"{WORKERS[0]}:")]
+    assert survivor and all(r.host == f"{WORKERS[0]} (read on {WORKERS[0]})" for r in survivor)
 
 
 def test_a_worker_killed_during_the_checks_changes_nothing(cluster, brokers, local_spark, tmp_path):

@@ -80,11 +80,15 @@ def _one_line(e: Exception) -> str:
 @transaction_timeout_option
 @click.option("--task-bytes", type=click.IntRange(min=1), metavar="BYTES",
               help="bytes of segments per Spark task  [default: about two tasks per core]")
+@click.option("--locality-wait", type=click.FloatRange(min=0.1), metavar="SECONDS", default=LOCALITY_WAIT,
+              show_default=True, help="how long a HOST:PATH task waits for a free slot on its host before Spark "
+                                      "runs it elsewhere (where it reads nothing and is sent again, or reported "
+                                      "not audited once its host is lost)")
 @click.option("--conf", "conf", multiple=True, metavar="KEY=VALUE", callback=_conf,
               help="a Spark setting, as spark-submit's --conf (repeatable)")
 def command(paths: tuple[Path, ...], output: str, master: str | None, deep: bool, replicas: bool, fmt: str,
             fail_on: str, max_read_rate: float | None, spare_page_cache: bool, transaction_timeout_ms: int,
-            task_bytes: int | None, conf: dict[str, str]) -> int:
+            task_bytes: int | None, locality_wait: float, conf: dict[str, str]) -> int:
     """Verify every partition of many log dirs as one Spark job: Parquet tables of findings, partitions and
     verify's verdict per log dir (and replica divergence with --replicas), a summary, and verify's exit codes."""
     # Executors resolve a relative path in their own work dir: the driver's are made absolute here.
@@ -92,7 +96,8 @@ def command(paths: tuple[Path, ...], output: str, master: str | None, deep: bool
     texts = tuple(str(p) if pinned(str(p))[0] else str(p.absolute()) for p in paths)
     _check_output(output, tuple(Path(t) for t in texts if pinned(t)[0] is None))
     if any(pinned(t)[0] for t in texts):
-        conf = {"spark.locality.wait": LOCALITY_WAIT, **conf}  # a pinned task waits for its host, whatever else
+        # A pinned task waits this long for its host, whatever else: bounded, so a lost host never hangs the job.
+        conf = {"spark.locality.wait": f"{round(locality_wait * 1000)}ms", **conf}
     try:
         require()
     except SparkUnavailable as e:
@@ -127,4 +132,7 @@ def command(paths: tuple[Path, ...], output: str, master: str | None, deep: bool
         emit_json(summary)
     else:
         render_audit(summary)
+    for lost in summary["not_audited"]:  # the operational error, named where a script's log shows it
+        print(f"logtool: not audited on {lost['host']}: {lost['count']} PATH(s) or partition(s) "
+              f"(NOT_AUDITED rows in {output}/findings say why)", file=sys.stderr)
     return summary["exit_code"]

@@ -20,15 +20,16 @@ from logtool.checks.logdir_set import check_log_dir_sets_by_node
 from logtool.spark.divergence import divergence
 from logtool.spark.hosts import Pin, located, pinned, resolve
 from logtool.spark.listing import Listing, list_path, not_audited
-from logtool.spark.outcome import blob, merged_rows, partition_path, unit_rows
+from logtool.spark.outcome import blob, checked_rows, merged_rows, partition_path, unit_rows
 from logtool.spark.progress import job_progress
 from logtool.recovery.verdict import Verdict
-from logtool.spark.rows import (BATCH, FINDING, FINDINGS, JUDGED, PARTITION, PIECE, TAGGED, TALLY, VERDICTS,
-                                listing_findings, verdict_row)
+from logtool.spark.rounds import progress_made, repin
+from logtool.spark.rows import (BATCH, FINDING, FINDINGS, JUDGED, MISPLACED, PARTITION, PIECE, TAGGED, TALLY,
+                                VERDICTS, listing_findings, verdict_row)
 from logtool.spark.session import preflight, ship
-from logtool.spark.split import TASKS_PER_CORE, Unit, split, task_size
+from logtool.spark.split import TASKS_PER_CORE, Unit, split, task_size, weight
 from logtool.spark.summary import Tally, divergence_summary
-from logtool.spark.task import Settings
+from logtool.spark.task import Settings, item_not_audited
 from logtool.spark.verdicts import fleet_verdicts, verdict_summary
 
 ROWS_PER_FILE = 200_000  # partitions per Parquet file: a few files for a big fleet, one for a small one
@@ -63,9 +64,9 @@ def run_audit(spark: SparkSession, audit: Audit, startup_seconds: float | None =
     # The aggregations over the tables are small next to the checks: a few shuffle partitions, not 200.
     spark.conf.set("spark.sql.shuffle.partitions", str(max(2 * sc.defaultParallelism, len(units))))
     dirs = sc.broadcast({str(Path(ld.path)): ld for ld in log_dirs})
-    rows = _check(spark, units, audit.settings, dirs)
     with job_progress(sc, f"{group}-check", "checking"):
-        # The first action: it runs the checks and fills the cache every table below is read from.
+        # The checks fill the cache every table below is read from.
+        rows = _check(spark, units, audit.settings, dirs)
         sent = rows[-1].filter(rows[-1].kind.isin(TALLY, JUDGED)).select("kind", "blob").collect()
     counted = reduce(Tally.merge, (blob(r) for r in sent if r.kind == TALLY), Tally())
     verdicts = fleet_verdicts(listings, (blob(r) for r in sent if r.kind == JUDGED))
@@ -145,12 +146,22 @@ def list_on_executors(sc: SparkContext, paths: list[tuple[str, Pin | None]], gro
     """(PATH, its pin or None) listed on executors, each pinned one on its host, in the order given."""
     sc.setJobGroup(group, "logtool audit: listing the PATHs")
     with job_progress(sc, group, "listing"):
-        if any(pin for _, pin in paths):  # one task per PATH, each where it must run
-            return located(sc, [((p, pin), pin.executor if pin else None) for p, pin in paths]) \
+        if not any(pin for _, pin in paths):
+            # One task per PATH (a log dir is a fair share of listing), but no more than the cluster runs at once.
+            slices = max(1, min(len(paths), TASKS_PER_CORE * sc.defaultParallelism))
+            return sc.parallelize([p for p, _ in paths], slices).map(list_path).collect()
+        # One task per PATH, each where it must run; again for those Spark ran elsewhere (spark/rounds.py).
+        listed: dict[int, Listing] = {}
+        pending, stalled = list(enumerate(paths)), 0
+        while pending:
+            got = located(sc, [(work, work[1].executor if work[1] else None) for _, work in pending]) \
                 .map(_list_one).collect()
-        # One task per PATH (a log dir is a fair share of listing), but no more than the cluster runs at once.
-        slices = max(1, min(len(paths), TASKS_PER_CORE * sc.defaultParallelism))
-        return sc.parallelize([p for p, _ in paths], slices).map(list_path).collect()
+            listed |= {i: listing for (i, _), listing in zip(pending, got) if not listing.misplaced}
+            back = [(i, work) for (i, work), listing in zip(pending, got) if listing.misplaced]
+            stalled = progress_made(len(pending), len(back), stalled)
+            pending, gone = repin(sc, back, lambda x: x[1][1], stalled)
+            listed |= {i: not_audited(p, pin.asked, why) for (i, (p, pin)), why in gone}
+        return [listed[i] for i in range(len(paths))]
 
 
 def _list_one(work: tuple[str, Pin | None]) -> Listing:
@@ -181,20 +192,33 @@ def _kind(rows: DataFrame, kind: str) -> DataFrame:
 
 
 def _check(spark: SparkSession, units: list[Unit], settings: Settings, dirs: Broadcast) -> list[DataFrame]:
-    """The checks, lazily, as tagged rows (`rows.TAGGED`) cached in the JVM; the last DataFrame holds every
-    partition's rows (the others are cached steps towards it, to unpersist at the end). Pieces of a split
-    partition are joined again first, which is the only shuffle, and only when something was split."""
+    """The checks, as tagged rows (`rows.TAGGED`) cached in the JVM; the last DataFrame holds every
+    partition's rows (the others are cached steps towards it, to unpersist at the end). Pinned items Spark
+    ran off their host go again, in rounds, until checked or their host is gone (spark/rounds.py). Pieces of
+    a split partition are joined again last, which is the only shuffle, and only when something was split."""
     sc = spark.sparkContext
-    # Units pinned to a host (HOST:PATH) go where their host is; the others anywhere.
-    tasks = located(sc, [(u, u.host) for u in units]) if any(u.host for u in units) else \
-        sc.parallelize(units, max(1, len(units)))
-    checked = spark.createDataFrame(tasks.flatMap(partial(unit_rows, settings, dirs)), TAGGED).cache()
+    rounds: list[DataFrame] = []
+    pending, stalled = units, 0
+    while pending:
+        # Units pinned to a host (HOST:PATH) go where their host is; the others anywhere.
+        tasks = located(sc, [(u, u.host) for u in pending]) if any(u.host for u in pending) else \
+            sc.parallelize(pending, max(1, len(pending)))
+        checked = spark.createDataFrame(tasks.flatMap(partial(unit_rows, settings, dirs)), TAGGED).cache()
+        rounds.append(checked)
+        back = [blob(r) for r in _kind(checked, MISPLACED).select("blob").collect()]  # runs the round
+        stalled = progress_made(sum(len(u.items) for u in pending), len(back), stalled)
+        again, gone = repin(sc, back, lambda item: item.pin, stalled)
+        if gone:
+            lost = [item_not_audited(item, why) for item, why in gone]
+            rounds.append(spark.createDataFrame(list(checked_rows(dirs.value, lost)), TAGGED))
+        pending = [Unit((item,), weight(item), item.pin.executor) for item in again]
+    checked = reduce(DataFrame.unionByName, rounds)
     if not any(item.piece is not None for unit in units for item in unit.items):
-        return [checked]
+        return [*rounds, checked]
     joined = (_kind(checked, PIECE).select("blob").rdd.map(blob).keyBy(partition_path).groupByKey().values()
               .mapPartitions(partial(merged_rows, settings, dirs)))
     whole = checked.filter(checked.kind != PIECE).unionByName(spark.createDataFrame(joined, TAGGED)).cache()
-    return [checked, whole]
+    return [*rounds, whole]
 
 
 class _Output:

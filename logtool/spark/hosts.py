@@ -1,7 +1,8 @@
 """PATHs pinned to a host (`HOST:PATH`, as rsync and scp write them): a broker's disk is read by a Spark
 executor on that broker. The driver finds the executor of each HOST among the live ones, hands Spark the tasks
-with that host as their only preferred location (and a locality wait that does not give up), and each task
-checks where it runs before it reads anything."""
+with that host as their only preferred location, and each task checks where it runs before it reads anything:
+a task Spark ran elsewhere (its locality wait is bounded, so that a lost host never hangs the audit) reads
+nothing and is pinned again, or reported not audited once its host is gone (spark/rounds.py)."""
 from __future__ import annotations
 
 import os
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 # reads as one. An IPv6 host is written in brackets: [::1]:/data.
 _PINNED = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[^/:\[\]\s]+):(/.*)$")
 EXECUTOR_WAIT = 20.0  # seconds the driver waits for an executor on a pinned HOST to register
-LOCALITY_WAIT = "1h"  # spark.locality.wait when a PATH is pinned: a task never runs off its host
+LOCALITY_WAIT = 3.0  # seconds a pinned task waits for a free slot on its host before Spark runs it elsewhere
 
 
 @dataclass(slots=True, frozen=True)

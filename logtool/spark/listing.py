@@ -36,6 +36,7 @@ class Listing:
     host: str
     report: Report
     targets: list[Sized] = field(default_factory=list)
+    misplaced: bool = False  # pinned, but its task ran on another host: it read nothing (spark/rounds.py)
 
 
 def list_path(path: str, pin: Pin | None = None) -> Listing:
@@ -43,7 +44,7 @@ def list_path(path: str, pin: Pin | None = None) -> Listing:
     host: elsewhere the listing says it was not audited; its log dirs and partitions are named HOST:PATH."""
     here = executor_host()
     if pin is not None and not same_host(pin.executor, here):
-        return not_audited(path, pin.asked, f"its task ran on {here}")
+        return replace(not_audited(path, pin.asked, f"its task ran on {here}"), misplaced=True)
     report = Report()
     # named as verify's findings name it, with the host asked for where there was one
     listing = Listing(named(pin, str(Path(path))), reader(pin, here), report)

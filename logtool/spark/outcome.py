@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING
 
 from logtool.checks.logdir import LogDirReport
 from logtool.checks.engine import check_against_log_dir
-from logtool.spark.rows import (BATCH, FINDING, JUDGED, PARTITION, PIECE, TALLY, batch_rows, checked_findings,
-                                partition_row)
+from logtool.spark.listing import Sized
+from logtool.spark.rows import (BATCH, FINDING, JUDGED, MISPLACED, PARTITION, PIECE, TALLY, batch_rows,
+                                checked_findings, partition_row)
 from logtool.recovery.verdict import Judged, judge
 from logtool.spark.hosts import executor_host, named, same_host
 from logtool.spark.split import Unit
@@ -25,11 +26,19 @@ LogDirs = "Broadcast[dict[str, LogDirReport]]"
 
 
 def unit_rows(settings: Settings, log_dirs: LogDirs, unit: Unit) -> Iterator[tuple]:
-    """The tagged rows (schema `rows.TAGGED`) of one unit's partitions; a piece's outcome as it is."""
+    """The tagged rows (schema `rows.TAGGED`) of one unit's partitions; a piece's outcome as it is; an item
+    that ran off its host, to pin again."""
+    yield from checked_rows(log_dirs.value, check_unit(settings, unit))
+
+
+def checked_rows(log_dirs: dict[str, LogDirReport], outcomes: Iterable[Checked | Sized]) -> Iterator[tuple]:
+    """The tagged rows of outcomes, and their `Tally`."""
     tally = Tally()
-    for c in check_unit(settings, unit):
-        if c.item.piece is None:
-            yield from _rows(log_dirs.value, c, tally)
+    for c in outcomes:
+        if isinstance(c, Sized):
+            yield (MISPLACED, None, None, None, pickle.dumps(c, pickle.HIGHEST_PROTOCOL))
+        elif c.item.piece is None:
+            yield from _rows(log_dirs, c, tally)
         else:
             yield (PIECE, None, None, None, pickle.dumps(c, pickle.HIGHEST_PROTOCOL))
     yield (TALLY, None, None, None, pickle.dumps(tally, pickle.HIGHEST_PROTOCOL))

@@ -46,8 +46,8 @@ TAGGED = _schema(("kind", S), ("finding", FINDINGS), ("partition", PARTITIONS), 
                  ("blob", BinaryType()))
 FINDING, PARTITION, BATCH = "finding", "partition", "batch"
 # blob: a piece of a split partition (a `Checked`), a task's `Tally`, (log dir, `Judged`) of a partition that
-# changes its log dir's verdict
-PIECE, TALLY, JUDGED = "piece", "tally", "judged"
+# changes its log dir's verdict, a pinned item (a `Sized`) whose task ran off its host
+PIECE, TALLY, JUDGED, MISPLACED = "piece", "tally", "judged", "misplaced"
 
 # One row per log dir: verify's verdict (its JSON fields, documented in the README), and the host that read it.
 VERDICTS = _schema(

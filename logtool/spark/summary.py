@@ -42,6 +42,7 @@ class Tally:
     damaged_host: Counter = field(default_factory=Counter)
     damaged_topic: Counter = field(default_factory=Counter)
     damage_days: Counter = field(default_factory=Counter)
+    not_audited: Counter = field(default_factory=Counter)  # host -> PATHs and partitions its executors never read
 
     def add(self, c: Checked, partition_row: tuple) -> "Tally":
         """Count a checked partition, given its row of the partitions table."""
@@ -71,6 +72,8 @@ class Tally:
         """Count findings (of the host that read them, and their partition's topic: none for a log dir's or
         a PATH's own)."""
         for f in findings:
+            if f.name == "NOT_AUDITED":
+                self.not_audited[host] += 1
             severity = str(f.severity)
             self.by_code[(f.code, f.name, severity)] += 1
             if host is not None:
@@ -89,7 +92,7 @@ class Tally:
         self.by_code += other.by_code
         for mine, theirs in ((self.by_host, other.by_host), (self.by_topic, other.by_topic),
                              (self.damaged_host, other.damaged_host), (self.damaged_topic, other.damaged_topic),
-                             (self.damage_days, other.damage_days)):
+                             (self.damage_days, other.damage_days), (self.not_audited, other.not_audited)):
             mine.update(theirs)
         self.worst = heapq.nsmallest(WORST_SHOWN, self.worst + other.worst)
         self.operational |= other.operational
@@ -108,6 +111,7 @@ class Tally:
             "by_host": _breakdown("host", self.by_host, self.damaged_host),
             "by_topic": _breakdown("topic", self.by_topic, self.damaged_topic),
             "damage_by_day": [{"day": day, "partitions": n} for day, n in sorted(self.damage_days.items())],
+            "not_audited": [{"host": host, "count": n} for host, n in sorted(self.not_audited.items())],
             "operational_error": self.operational,
             "exit_code": fsck_code(self.operational, worst, fail_on),
         }

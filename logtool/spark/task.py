@@ -68,7 +68,9 @@ def task_threads() -> None:
         kernel.KERNEL.threads(max(1, ctx.cpus()))
 
 
-def check_unit(settings: Settings, unit: Unit) -> Iterator[Checked]:
+def check_unit(settings: Settings, unit: Unit) -> Iterator[Checked | Sized]:
+    """Each item's outcome; a pinned item whose task Spark ran off its host (its locality wait ran out) comes
+    back as it is, unread, for the driver to pin again (spark/rounds.py)."""
     # One reading policy per task: --max-read-rate caps each task, as the operator sizes it per disk.
     reading = read_policy(settings.max_read_rate, settings.spare_page_cache)
     task_threads()
@@ -76,7 +78,7 @@ def check_unit(settings: Settings, unit: Unit) -> Iterator[Checked]:
     for item in unit.items:
         pin = item.pin
         if pin is not None and not same_host(pin.executor, here):  # never another host's disk
-            yield Checked(item, pin.asked, _not_audited(item, f"its task ran on {here}"), 0.0)
+            yield item
             continue
         lens = BatchKeys() if settings.replicas else None
         start = time.perf_counter()
@@ -88,12 +90,13 @@ def check_unit(settings: Settings, unit: Unit) -> Iterator[Checked]:
         yield Checked(item, reader(pin, here), report, time.perf_counter() - start, lens.keys if lens else [])
 
 
-def _not_audited(item: Sized, why: str) -> PartitionReport:
+def item_not_audited(item: Sized, why: str) -> Checked:
+    """The outcome of an item its host could not check: a finding, nothing read."""
     name = parse_partition_dir(item.target.path.name)
     rep = PartitionReport(named(item.pin, str(item.target.path)), *((name.topic, name.partition, name.kind)
                                                                    if name else (None, None)))
     rep.findings.append(finding("NOT_AUDITED", f"not audited: {why}", rep.path))
-    return rep
+    return Checked(item, item.pin.asked if item.pin else "-", rep, 0.0)
 
 
 def merge(pieces: Iterable[Checked], transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS) -> Checked:
