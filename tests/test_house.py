@@ -5,7 +5,7 @@
    package and lower layers, and only logtool/recovery/ opens files for writing.
 2. The finding catalog is consistent with itself, with the command line, and with every place that names a
    kind; the Sink caps per kind and file.
-3. README.md: its generated parts (every --help, the findings table) are current; every --help teaches.
+3. Every --help teaches (the docs, README.md and the man pages: tests/test_docs.py).
 4. BatchView.last_sequence at base offset 0, as a view and through `logtool dump`.
 """
 from __future__ import annotations
@@ -23,10 +23,9 @@ from conftest import ROOT, run_logtool
 from logtool.cli import cli
 from logtool.findings import BY_NAME, KINDS, Fix, Group, Sink
 from logtool.format.batch import BatchView, read_entry
-from tools import readme
+from tools import cliref
 
 PACKAGE = ROOT / "logtool"
-README = ROOT / "README.md"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -474,43 +473,19 @@ def test_sink_caps_per_kind_and_file():
 # 3. Docs
 
 
-def test_readme_generated_parts_are_current():
-    """The command reference and the findings table are the code's own words (`make readme` rewrites them)."""
-    text = README.read_text()
-    assert readme.regenerated(text) == text, "README.md's generated parts are stale: run `make readme`"
-
-
-def test_findings_table_lists_the_catalog_in_order():
-    rows = readme.findings_table().splitlines()[2:]
-    assert [r.split(" | ")[0].lstrip("| ") for r in rows] == [k.code for k in KINDS]
-
-
-@pytest.mark.parametrize("path", [()] + [p for p, _ in readme.commands()], ids=lambda p: " ".join(p) or "logtool")
+@pytest.mark.parametrize("path", [()] + [p for p, _ in cliref.commands()], ids=lambda p: " ".join(p) or "logtool")
 def test_every_help_teaches(path):
-    """One line of purpose, real examples, every option explained, the exit codes."""
-    text = readme.help_text(path)
+    """One line of purpose, real examples, every option explained, the exit codes. (The docs and the man
+    pages are made from these texts: tests/test_docs.py holds them to that.)"""
+    text = cliref.help_text(path, width=100)
     examples = re.findall(r"^    (logtool|spark-submit) .+$", text, re.M)
     assert "Examples:" in text and len(examples) >= 2, text
     assert "Exit codes: 0 nothing wrong; 1 problems repaired; 4 problems found; 8 could not do the job" in text
-    cmd = dict(readme.commands())[path] if path else cli
+    cmd = dict(cliref.commands())[path] if path else cli
     silent = [p.opts[0] for p in cmd.params if isinstance(p, click.Option) and not p.help and p.name != "help"]
     assert silent == [], f"options without help: {silent}"
     if cmd.short_help is None and path:
         pytest.fail(f"{' '.join(path)} has no one-line short_help for `logtool --help`")
-
-
-def test_readme_names_every_kind():
-    text = README.read_text()
-    missing = [f"{k.code} {k.name}" for k in KINDS if k.code not in text or k.name not in text]
-    assert not missing, f"kinds missing from README.md: {missing}"
-
-
-def test_readme_names_every_subcommand():
-    text = README.read_text()
-    names = [f"logtool {name}" for name in _commands()]
-    names += [f"logtool index {name}" for name in _commands()["index"].commands]
-    missing = [n for n in names if not re.search(re.escape(n) + r"\b", text)]
-    assert not missing, f"subcommands missing from README.md: {missing}"
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -1,8 +1,17 @@
-"""The parts of README.md that are generated, so that they cannot drift from the code: the command
-reference (every command's --help, as a terminal 100 columns wide shows it) and the findings table (the
-catalog). `make readme` rewrites them in place; tests/test_house.py fails when README.md is not current.
+"""README.md's examples are real output: each `<!-- run ... -->` block's commands are run again, in order, in
+one session of tools/docs.py (a scratch directory written /tmp/logtool-incident, a terminal 80 columns wide),
+and the block is rewritten with what they print. `make readme` rewrites README.md in place;
+tests/test_docs.py fails when README.md and a fresh run differ (quarantine run names aside, which hold the
+time and a pid).
 
-Each part lives between `<!-- generated: NAME -->` and `<!-- end generated: NAME -->`.
+    <!-- run: SCENARIO [at-checkout] -->     the first block: the session's scenario, and whether its
+    ```console                                commands start in the checkout (then `cd` moves them)
+    $ logtool verify data       # exit 4     each command; `# exit N` when it exits N
+    ```
+    <!-- end run -->
+
+The command reference and the findings catalog, which README.md once held, are on the docs site
+(tools/docs.py) and in the man pages (tools/man.py).
 """
 from __future__ import annotations
 
@@ -10,65 +19,33 @@ import re
 import sys
 from pathlib import Path
 
-import click
-
-from logtool.cli import cli
-from logtool.findings import KINDS, Kind
+from tools import docs
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-WIDTH = 100
+BLOCK = re.compile(r"(<!-- run(?:: (?P<scenario>[\w-]+)(?P<checkout> at-checkout)?)? -->\n```console\n)"
+                   r"(?P<body>.*?)(```\n<!-- end run -->)", re.S)
 
 
-def commands(group: click.Group = cli, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], click.Command]]:
-    """Every command and group under `group`, in the order `logtool --help` lists them, groups first."""
-    found = []
-    ctx = click.Context(group, info_name="logtool")
-    for name in group.list_commands(ctx):
-        cmd = group.get_command(ctx, name)
-        found.append(((*path, name), cmd))
-        if isinstance(cmd, click.Group):
-            found += commands(cmd, (*path, name))
-    return found
-
-
-def help_text(path: tuple[str, ...]) -> str:
-    """`logtool PATH --help` as a terminal WIDTH columns wide prints it."""
-    ctx = click.Context(cli, info_name="logtool", terminal_width=WIDTH, max_content_width=WIDTH, **cli.context_settings)
-    cmd: click.Command = cli
-    for name in path:
-        assert isinstance(cmd, click.Group)
-        cmd = cmd.get_command(ctx, name)
-        ctx = click.Context(cmd, info_name=name, parent=ctx, terminal_width=WIDTH, max_content_width=WIDTH)
-    return cmd.get_help(ctx)
-
-
-def command_reference() -> str:
-    parts = []
-    for path in [(), *(p for p, _ in commands())]:
-        title = " ".join(("logtool", *path))
-        parts.append(f"### `{title}`\n\n```\n{help_text(path)}\n```\n")
-    return "\n".join(parts)
-
-
-def findings_table(kinds: tuple[Kind, ...] = KINDS) -> str:
-    lines = ["| code | name | severity | meaning |", "|---|---|---|---|"]
-    for k in kinds:
-        meaning = k.meaning.replace("|", "\\|")
-        lines.append(f"| {k.code} | {k.name} | {k.severity} | {meaning} |")
-    return "\n".join(lines) + "\n"
-
-
-PARTS = {"command-reference": command_reference, "findings": findings_table}
+def commands(body: str) -> list[str]:
+    return [line[2:] for line in body.splitlines() if line.startswith("$ ")]
 
 
 def regenerated(text: str) -> str:
-    """`text` with every generated part made current. Raises ValueError when a part's markers are missing."""
-    for name, make in PARTS.items():
-        pattern = re.compile(rf"(<!-- generated: {name} -->\n)(.*?)(<!-- end generated: {name} -->)", re.S)
-        if not pattern.search(text):
-            raise ValueError(f"README.md has no '<!-- generated: {name} -->' ... '<!-- end generated: {name} -->'")
-        text = pattern.sub(lambda m: m.group(1) + make() + m.group(3), text)
-    return text
+    """`text` with every run block's output made current."""
+    blocks = list(BLOCK.finditer(text))
+    if not blocks:
+        return text
+    first = blocks[0]
+    with docs.session(first.group("scenario") or "sample", at_checkout=bool(first.group("checkout"))) as s:
+        def fill(m: re.Match[str]) -> str:
+            shown = "\n".join(s.run(line).shown() for line in commands(m.group("body")))
+            return m.group(1) + shown + "\n" + m.group(5)
+        return BLOCK.sub(fill, text)
+
+
+def normalized(text: str) -> str:
+    """What may differ between two runs of the same commands: a quarantine run's name."""
+    return docs.RUN_NAME.sub("RUN", text)
 
 
 def main() -> int:
@@ -76,7 +53,7 @@ def main() -> int:
     new = regenerated(text)
     if new != text:
         README.write_text(new)
-        print(f"rewrote the generated parts of {README}", file=sys.stderr)
+        print(f"rewrote the examples of {README}", file=sys.stderr)
     return 0
 
 
