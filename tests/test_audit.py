@@ -3,6 +3,7 @@ divergence, the same job through spark-submit, and paths an executor cannot use.
 whole module (starting one costs seconds)."""
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import shutil
@@ -14,6 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
+from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
 from conftest import KAFKA_WRITTEN, LOGTOOL, ROOT, run_logtool
 from fixtures import generator as g
@@ -24,7 +26,7 @@ from logtool.spark.driver import Audit, list_on_executors, run_audit
 from logtool.spark.listing import Listing, Sized, list_path
 from logtool.checks.engine import Report
 from logtool.recovery.verdict import Judged, Loss
-from logtool.spark.rows import DIVERGENCE, FINDINGS, PARTITIONS, VERDICTS
+from logtool.spark.rows import DIVERGENCE, FINDINGS, PARTITIONS, SCHEMA_VERSION, VERDICTS
 from logtool.spark.session import LOG4J2, start
 from logtool.spark.split import SEGMENT_COST, TASKS_PER_CORE, pieces, split, task_size, weight
 from logtool.spark.task import Settings
@@ -100,7 +102,8 @@ def verify_findings(docs: list[dict]) -> list[tuple]:
 
 
 def audit_findings(spark, out: Path) -> list[tuple]:
-    return sorted(((r.scope, r.path, r.segment, r.code, r.name, r.severity, r.file, r.position, r.offset, r.message)
+    return sorted(((r.scope, r.path, r.segment, r.code, r.name, r.severity, r.file, r.position, r.log_offset,
+                    r.message)
                    for r in spark.read.parquet(str(out / "findings")).collect()), key=repr)
 
 
@@ -114,8 +117,14 @@ def verify_partitions(docs: list[dict]) -> dict[str, tuple]:
             for doc in docs for p in doc["partitions"]}
 
 
+def _ms(value):
+    """A timestamp of the tables as verify's epoch milliseconds (Spark gives it back in local time, naive)."""
+    return round(value.timestamp() * 1000) if isinstance(value, datetime.datetime) else value
+
+
 def audit_partitions(spark, out: Path) -> dict[str, tuple]:
-    return {r.path: (r.topic, r.partition, r.dir_kind, r.status, [tuple(s[k] for k in SEGMENT_FIELDS) for s in r.segments])
+    return {r.path: (r.topic, r.partition, r.dir_kind, r.status,
+                     [tuple(_ms(s[k]) for k in SEGMENT_FIELDS) for s in r.segments])
             for r in spark.read.parquet(str(out / "partitions")).collect()}
 
 
@@ -160,7 +169,13 @@ def test_paths_that_cannot_be_used_are_rows_and_the_job_succeeds(spark, fleet, a
 def test_tables_have_the_documented_schemas(spark, audited):
     for name, schema in (("findings", FINDINGS), ("partitions", PARTITIONS), ("verdicts", VERDICTS),
                          ("divergence", DIVERGENCE)):
-        assert spark.read.parquet(str(audited.out / name)).schema == schema, name
+        # the audit's columns last: when it began, and its id (the directory each audit writes: audit_id=ID)
+        assert spark.read.parquet(str(audited.out / name)).schema == \
+            StructType([*schema.fields, StructField("audited_at", TimestampType()),
+                        StructField("audit_id", StringType())]), name
+        assert [p.name for p in (audited.out / name).iterdir() if p.is_dir()] == \
+            [f"audit_id={audited.summary['audit_id']}"]
+    assert audited.summary["schema_version"] == SCHEMA_VERSION
 
 
 def test_split_partitions_give_verify_s_report(spark, fleet, tmp_path):
@@ -263,10 +278,11 @@ def test_the_report_page_shows_the_summary_s_numbers_and_loads_nothing(audited, 
 
 
 def test_the_day_of_damage_is_the_last_record_s_before_it():
+    from logtool.spark.rows import timestamp
     from logtool.spark.summary import _day_of_damage
 
     def seg(name: str, max_ts):  # a partitions-table segment: file first, max_timestamp at index 10
-        return (name, 0, 0, 0, None, 0, None, None, None, None, max_ts, [2], ["none"])
+        return (name, 0, 0, 0, None, 0, None, None, None, None, timestamp(max_ts), [2], ["none"])
 
     day = 86_400_000
     row = {"first_invalid_segment": "b.log", "segments": [seg("a.log", 3 * day), seg("b.log", 5 * day + 7),
@@ -358,7 +374,8 @@ def test_spark_submit_runs_the_same_job(spark, fleet, audited, tmp_path):
     assert _rows_without(submitted, "unreadable-0") == _rows_without(audit_findings(spark, audited.out), "unreadable-0")
     same = {k: v for k, v in audit_partitions(spark, audited.out).items() if not k.endswith("/unreadable-0")}
     assert {k: v for k, v in audit_partitions(spark, out).items() if not k.endswith("/unreadable-0")} == same
-    divergence = [sorted(map(tuple, spark.read.parquet(str(d / "divergence")).collect())) for d in (out, audited.out)]
+    divergence = [sorted(map(tuple, spark.read.parquet(str(d / "divergence")).drop("audited_at", "audit_id").collect()))
+                  for d in (out, audited.out)]
     assert divergence[0] == divergence[1]
 
 
@@ -430,7 +447,9 @@ def verify_verdicts(docs: list[dict]) -> dict[str, dict]:
 
 def audit_verdicts(spark, out: Path) -> dict[str, dict]:
     rows = spark.read.parquet(str(out / "verdicts")).collect()
-    return {r.log_dir: {k: v for k, v in r.asDict(recursive=True).items() if k != "host"} for r in rows}
+    # verify's fields; the audit's own columns (whose broker, which audit) aside
+    return {r.log_dir: {k: v for k, v in r.asDict(recursive=True).items()
+                        if k not in ("host", "cluster_id", "node_id", "audited_at", "audit_id")} for r in rows}
 
 
 def test_verdicts_are_verify_s_log_dir_for_log_dir(spark, fleet, audited, verified):
@@ -479,8 +498,68 @@ def test_a_pinned_log_dir_s_next_commands_are_for_its_host():
     listing = Listing("h1:/data/kafka/orders-0", "h1", Report(),
                       [Sized(Target(Path("/data/kafka/orders-0")), "h1:/data/kafka")])
     loss = Loss("h1:/data/kafka/orders-0", 633, 1, 5, 477, 472, "LT102 TORN_BATCH in 00000000000000000457.log")
-    ((verdict, host),) = fleet_verdicts([listing], [("h1:/data/kafka", Judged("h1:/data/kafka/orders-0", loss=loss))])
-    assert host == "h1" and verdict.starts and not verdict.log_dir_checked
-    assert verdict.next_steps == [
+    (verdict,) = fleet_verdicts([listing], [("h1:/data/kafka", Judged("h1:/data/kafka/orders-0", loss=loss))])
+    assert verdict["host"] == "h1" and verdict["broker_starts"] and not verdict["log_dir_checked"]
+    assert verdict["next"] == [
         "on h1: logtool dump /data/kafka/orders-0 --salvage --format jsonl > orders-0.rescued.jsonl",
         "on h1: logtool truncate /data/kafka/orders-0"]
+
+
+def test_audits_accumulate_and_answer_an_analyst_s_questions_in_duckdb(spark, fleet, audited, tmp_path):
+    """A second audit into the same output adds its own rows beside the first's; DuckDB reads the tables
+    as they are (hive partitions by audit_id), with no column named by a reserved word."""
+    import duckdb
+    from test_producers import MINUTE, TS, batches, txn
+
+    out = tmp_path / "out"
+    shutil.copytree(audited.out, out)
+    entries = batches(7, 0, 0, 0) + txn(9, 1, 0, 6, TS, None) + batches(7, 0, 6, 10, n=6, ts=TS + 40 * MINUTE)
+    hanging = g.write_partition(tmp_path / "data", "payments", 0, entries).path
+    second = run_audit(spark, Audit((str(hanging),), str(out), Settings(transaction_timeout_ms=15 * MINUTE)))
+    assert second["audit_id"] > audited.summary["audit_id"]  # sortable by time
+    assert json.loads((out / "summary.json").read_text()) == second  # the latest, and each under summaries/
+    assert sorted(p.stem for p in (out / "summaries").iterdir()) == [audited.summary["audit_id"], second["audit_id"]]
+
+    db = duckdb.connect()
+
+    def table(name: str, audit_id: str) -> str:
+        return (f"(select * from read_parquet('{out}/{name}/*/*.parquet', hive_partitioning = true) "
+                f"where audit_id = '{audit_id}')")
+
+    first = audited.summary["audit_id"]
+    # the brokers by damaged bytes, as the summary counts them
+    by_broker = db.sql(f"select cluster_id, node_id, sum(bytes - valid_bytes) as damaged from {table('partitions', first)}"
+                       f" group by all having damaged > 0 order by damaged desc, node_id").fetchall()
+    assert by_broker == [(b["cluster_id"], b["node_id"], b["damaged_bytes"]) for b in
+                         sorted(audited.summary["by_broker"], key=lambda b: (-b["damaged_bytes"], b["node_id"]))
+                         if b["damaged_bytes"]]
+    assert len(by_broker) == 3 and len({c for c, _, _ in by_broker}) == 1  # one cluster, three brokers
+    # the topics with hanging transactions, in the second audit only
+    assert db.sql(f"select distinct topic from {table('findings', second['audit_id'])} "
+                  f"where name = 'TRANSACTION_HANGING'").fetchall() == [("payments",)]
+    assert db.sql(f"select count(*) from {table('findings', first)} where name = 'TRANSACTION_HANGING'").fetchall() \
+        == [(0,)]
+    # where the replicas part, and the node ids of the affected brokers (broker-N is node N)
+    diverging = db.sql(f"select topic, partition, kind, first_divergent_offset, affected_nodes "
+                       f"from {table('divergence', first)} order by partition").fetchall()
+    assert diverging == sorted([(d.topic, d.partition, d.kind, d.offset, [int(Path(a).name.split("-")[1])
+                                                                         for a in d.affected])
+                                for d in fleet.written.divergences], key=lambda r: r[1])
+
+
+def test_replicas_are_compared_within_their_cluster_only(spark, fleet, tmp_path):
+    """A log dir of another cluster holding the same topic names is not a replica of anything here."""
+    b0, b1 = fleet.written.log_dirs[:2]
+    foreign = tmp_path / "other-cluster"
+    shutil.copytree(b1, foreign, ignore=shutil.ignore_patterns("lost+found", "ghost-0", "unreadable-0", "quiet-0"))
+    meta = (foreign / "meta.properties").read_text()
+    cluster = next(line.split("=", 1)[1] for line in meta.splitlines() if line.startswith("cluster.id="))
+    (foreign / "meta.properties").write_text(meta.replace(cluster, "AAAAAAAAAAAAAAAAAAAAAA"))
+    shutil.rmtree(foreign / "t0-1")  # and it differs: a partition the other cluster does not have
+    rows = {}
+    for name, paths in (("alone", (b0, b1)), ("beside", (b0, b1, foreign))):
+        run_audit(spark, Audit(tuple(map(str, paths)), str(tmp_path / name), Settings(replicas=True)))
+        rows[name] = [(r.cluster_id, r.topic, r.partition, tuple(r.replicas), r.kind, tuple(r.affected))
+                      for r in spark.read.parquet(str(tmp_path / name / "divergence")).collect()]
+    assert rows["beside"] and sorted(rows["beside"]) == sorted(rows["alone"])
+    assert all(str(foreign) not in r[3] for r in rows["beside"])

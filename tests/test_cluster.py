@@ -130,7 +130,7 @@ def test_pinned_paths_are_read_on_their_hosts_and_agree_with_verify(cluster, bro
         host, _, path = row.path.partition(":")
         assert pins[Path(path).parent] == host, row.path  # named as asked
         assert row.host == f"{host} (read on {host})", row.host  # and read there, by that worker's executor
-    found = sorted(((_unpinned(r.path), r.code, r.file, r.position, r.offset, r.message)
+    found = sorted(((_unpinned(r.path), r.code, r.file, r.position, r.log_offset, r.message)
                     for r in local_spark.read.parquet(str(out / "findings")).collect()), key=repr)
     assert found == _verify_rows(docs)
 
@@ -237,7 +237,7 @@ def test_a_worker_killed_during_the_checks_changes_nothing(cluster, brokers, loc
     rows = local_spark.read.parquet(str(out / "findings")).collect()
     # The audit holds log dirs of one node id against each other (META_PROPERTIES_MISMATCH): the shared
     # fixtures come from many clusters whose brokers share node ids, which verify, one PATH at a time, never sees.
-    found = sorted(((r.path, r.code, r.file, r.position, r.offset, r.message) for r in rows
+    found = sorted(((r.path, r.code, r.file, r.position, r.log_offset, r.message) for r in rows
                     if r.name != "META_PROPERTIES_MISMATCH"), key=repr)
     assert found == _verify_rows(docs)
     assert {r.scope for r in rows if r.name == "META_PROPERTIES_MISMATCH"} <= {"log_dir"}

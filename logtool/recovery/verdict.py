@@ -26,11 +26,11 @@ _UNREADABLE = "a file of it cannot be read"
 @dataclass(slots=True, frozen=True)
 class Blocker:
     finding: Finding
-    where: str  # the log dir or partition dir it was found in
+    dir: str  # the log dir or partition dir it was found in
     effect: AtStart
 
     def to_dict(self) -> dict:
-        return {"code": self.finding.code, "name": self.finding.name, "where": self.where,
+        return {"code": self.finding.code, "name": self.finding.name, "dir": self.dir,
                 "file": self.finding.file, "effect": self.effect.value, "message": self.finding.message,
                 "fix": self.finding.kind.remedy}
 

@@ -25,6 +25,7 @@ table{border-collapse:collapse;width:100%;margin:.5em 0}th,td{text-align:left;pa
 border-bottom:1px solid #eee;vertical-align:top}th{background:#f6f6f6}td.n{text-align:right;
 font-variant-numeric:tabular-nums}.path{font-family:ui-monospace,monospace;font-size:.9em;word-break:break-all}
 svg text{font:12px system-ui,sans-serif}.none{color:#888;font-style:italic}
+.scroll{overflow-x:auto;max-width:100%}code{word-break:break-all}
 """
 _TOPICS_SHOWN = 30
 _BAR_WIDTH = 560
@@ -69,7 +70,9 @@ def _table(headers: list[str], rows: list[str], empty: str) -> str:
     if not rows:
         return f'<p class="none">{escape(empty)}</p>'
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    # A narrow window scrolls the table, never the page: its long paths also break anywhere (class "path").
+    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
+
 
 
 def _sev(severity: str) -> str:
@@ -90,7 +93,7 @@ def _verdict(v: dict | None) -> list[str]:
                f'record(s) as written.</p>')
     rows = []
     for d in v["first"]:
-        blockers = "<br>".join(f'{escape(b["code"])} {escape(b["name"])} {escape(b["file"] or b["where"])}: '
+        blockers = "<br>".join(f'{escape(b["code"])} {escape(b["name"])} {escape(b["file"] or b["dir"])}: '
                                f'{escape(b["fix"])}' for b in d["blockers"])
         steps = "<br>".join(f"<code>{escape(step)}</code>" for step in d["next"])
         rows.append(f'<tr><td class="path">{escape(d["log_dir"])}</td><td>{escape(str(d["host"]))}</td>'
@@ -103,6 +106,24 @@ def _verdict(v: dict | None) -> list[str]:
     if v["troubled"] > len(v["first"]):
         out.append(f'<p class="meta">The {len(v["first"])} most troubled of {v["troubled"]} log dirs: the rest '
                    f'are in the verdicts table.</p>')
+    return out
+
+
+def _by_broker(brokers: list[dict] | None) -> list[str]:
+    """Per broker (cluster id, node id, host): its partitions, findings and damaged bytes."""
+    out = ["<h2>By broker</h2>"]
+    if brokers is None:
+        return out + ['<p class="none">Not in this summary (written by an older logtool).</p>']
+    rows = [f'<tr><td class="path">{escape(str(b["cluster_id"] or "-"))}</td>'
+            f'<td>{escape("-" if b["node_id"] is None else str(b["node_id"]))}</td>'
+            f'<td class="path">{escape(str(b["host"]))}</td>{_cell("by_broker.partitions", b["partitions"])}'
+            f'{_cell("by_broker.errors", b["errors"])}{_cell("by_broker.warnings", b["warnings"])}'
+            f'{_cell("by_broker.infos", b["infos"])}{_cell("by_broker.damaged_bytes", b["damaged_bytes"])}</tr>'
+            for b in brokers]
+    out.append(_table(["cluster id", "node id", "host", "partitions", "errors", "warnings", "infos",
+                       "damaged bytes"], rows, "No broker to show."))
+    out.append(_bars("Damaged bytes by broker", [(f'node {b["node_id"]} ({b["host"]})', b["damaged_bytes"])
+                                                for b in brokers]))
     return out
 
 
@@ -143,6 +164,8 @@ def html_report(s: dict) -> str:
     out.append(_table(["partition", "host", "errors", "warnings", "worst finding", "remedy"], rows,
                       "No partition has an error or a warning."))
 
+    out += _by_broker(s.get("by_broker"))
+
     for key, title in (("by_host", "host"), ("by_topic", "topic")):
         breakdown = s.get(key) or []
         shown = breakdown if key == "by_host" else breakdown[:_TOPICS_SHOWN]
@@ -171,7 +194,7 @@ def html_report(s: dict) -> str:
                    f'one log dir; {_num("divergence.diverging", d["diverging"])} diverging.</p>')
         rows = [f'<tr><td>{escape(str(r["topic"]))}-{escape(str(r["partition"]))}</td><td>{escape(str(r["kind"]))}'
                 f'</td>{_cell("divergence.first_divergent_offset", r["first_divergent_offset"])}<td class="path">'
-                f'{escape(", ".join(r["affected"]))}</td><td>{escape(str(r["detail"]))}</td></tr>'
+                f'{escape(", ".join(r["affected"]))}</td><td class="path">{escape(str(r["detail"]))}</td></tr>'
                 for r in d["first"]]
         out.append(_table(["partition", "kind", "first divergent offset", "affected", "detail"], rows,
                           "The replicas agree."))

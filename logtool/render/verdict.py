@@ -21,7 +21,7 @@ def verdict_lines(v: dict) -> list[str]:
     if v["blockers"]:
         lines.append(f"[bold red]verdict[/] {where}: the broker would not start with it:")
         for b in v["blockers"]:
-            lines.append(f"  - {b['code']} {b['name']} {escape(b['file'] or b['where'])}: {escape(b['effect'])}")
+            lines.append(f"  - {b['code']} {b['name']} {escape(b['file'] or b['dir'])}: {escape(b['effect'])}")
             lines.append(f"    fix: {escape(b['fix'])}")
     elif v["recovery"] or v["starts_unrecovered"] or v["not_worked_out"]:
         lines.append(f"[bold yellow]verdict[/] {where}: the broker would start, and:")

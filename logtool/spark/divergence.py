@@ -1,15 +1,20 @@
 """Replica divergence, which no Kafka tool does offline: for every partition found in more than one log dir,
 the first offset where the replicas' batch sequences part, as joins and aggregations over per-batch rows.
 
-Batches are compared by (base offset, last offset, CRC, leader epoch), from the highest first offset of the
-replicas on (below it, retention simply kept more on some). At a batch start b, the replicas that *cover* b
-(their last batch ends after it) must all hold a batch starting at b, and the same one. The first b where
-they do not is the divergence point:
-- `different-batch`: replicas hold different batches at b. Affected: the replicas without the batch of the
-  highest leader epoch there, which Kafka's truncation would discard; all of them when no single batch wins.
-- `missing-batch`: some replicas lack a batch the others hold at b. Affected: the ones holding it.
+Replicas are the partition dirs of one (cluster id, topic, partition): log dirs of different clusters never
+hold replicas of each other. Batches are compared by (base offset, last offset, CRC, leader epoch), from the
+highest first offset of the replicas on (below it, retention simply kept more on some). At a batch start b,
+the replicas that *cover* b (their last batch ends after it) must all hold a batch starting at b, and the
+same one. The first b where they do not is the divergence point:
+- `different-batch`: replicas hold different batches at b;
+- `missing-batch`: some replicas hold no batch starting at b where the others hold one.
 Where the sequences never part but end at different offsets, the partition is `shorter` at the first offset
-the shortest replicas lack; they are the affected ones.
+the shortest replicas lack.
+
+`affected` has one meaning for every kind: the replicas that differ from the one Kafka would keep. At the
+divergence point that is the batch of the highest leader epoch (a replica holding none there ranks lowest),
+then the batch most replicas hold, then the replicas whose log reaches furthest; for `shorter`, the longest
+log. When two groups tie on all three, every covering replica is affected.
 """
 from __future__ import annotations
 
@@ -20,16 +25,22 @@ from pyspark.sql import functions as F
 
 from logtool.spark.rows import DIVERGENCE
 
-KEY = ["topic", "partition"]
+KEY = ["cluster_id", "topic", "partition"]
 
 
 def _plain(partitions: DataFrame) -> DataFrame:
     """The rows of plain partition directories (not -delete, -future or -stray)."""
-    return partitions.filter((F.col("dir_kind") == "plain") & F.col("topic").isNotNull())
+    return _keyed(partitions.filter((F.col("dir_kind") == "plain") & F.col("topic").isNotNull()))
+
+
+def _keyed(rows: DataFrame) -> DataFrame:
+    # A partition dir given without its log dir has no cluster id: such dirs are compared with each other
+    # (an empty key, as a join never matches a null one), and their rows say null again.
+    return rows.withColumn("cluster_id", F.coalesce("cluster_id", F.lit("")))
 
 
 def shared_partitions(partitions: DataFrame) -> DataFrame:
-    """(topic, partition) of every partition found in more than one log dir."""
+    """(cluster id, topic, partition) of every partition found in more than one log dir."""
     return _plain(partitions).groupBy(*KEY).count().filter("count > 1").drop("count")
 
 
@@ -38,13 +49,13 @@ def divergence(batches: DataFrame, partitions: DataFrame) -> DataFrame:
     table (whose first and last offsets are those of each replica's batches)."""
     # Per shared partition: its replicas with the offsets their batches span (null for an empty one), and
     # the highest first offset among them, where the comparison starts.
-    span = F.struct("log_dir", F.col("first_offset").alias("first"), (F.col("last_offset") + 1).alias("end"))
+    span = F.struct("log_dir", "node_id", F.col("first_offset").alias("first"), (F.col("last_offset") + 1).alias("end"))
     shared = (_plain(partitions).groupBy(*KEY)
               .agg(F.count("*").alias("n"), F.sort_array(F.collect_list(span)).alias("replicas"),
                    F.max("first_offset").alias("start"))
               .filter("n > 1").drop("n"))
-    # Partitioned by (topic, partition) once: the join and both aggregations below then need no other shuffle.
-    parting = (batches.repartition(*KEY).join(shared, KEY).filter(F.col("base_offset") >= F.col("start"))
+    # Partitioned by (cluster id, topic, partition) once: the join and both aggregations below then need no other shuffle.
+    parting = (_keyed(batches).repartition(*KEY).join(shared, KEY).filter(F.col("base_offset") >= F.col("start"))
                .groupBy(*KEY, "base_offset")
                .agg(F.first("replicas").alias("replicas"),
                     F.collect_list(F.struct("log_dir", "last_offset", "crc", "leader_epoch")).alias("holders"),
@@ -62,22 +73,27 @@ def describe(row: Row) -> list[tuple]:
     """The divergence row of one shared partition, or none when its replicas agree."""
     names = [r.log_dir for r in row.replicas]
     if row.at is not None:
-        return [_parting(row, names)]
-    if row.start is None:  # every replica is empty
+        kind, at, affected, detail = _parting(row)
+    elif row.start is None:  # every replica is empty
         return []
-    # An empty replica lacks everything from the first offset the others hold.
-    ends = {r.log_dir: r.end if r.end is not None else row.start for r in row.replicas}
-    low, high = min(ends.values()), max(ends.values())
-    if low == high:
-        return []
-    short = sorted(d for d, end in ends.items() if end == low)
-    return [(row.topic, row.partition, names, low, "shorter", short,
-             f"{', '.join(short)} end before offset {low}; the longest replica goes on to offset {high - 1}")]
+    else:
+        # An empty replica lacks everything from the first offset the others hold.
+        ends = {r.log_dir: r.end if r.end is not None else row.start for r in row.replicas}
+        at, high = min(ends.values()), max(ends.values())
+        if at == high:
+            return []
+        kind, affected = "shorter", sorted(d for d, end in ends.items() if end == at)
+        detail = f"{', '.join(affected)} end before offset {at}; the longest replica goes on to offset {high - 1}"
+    nodes = {r.log_dir: r.node_id for r in row.replicas}
+    return [(row.cluster_id or None, row.topic, row.partition, names, at, kind, affected, [nodes[d] for d in affected],
+             detail)]
 
 
-def _parting(row: Row, names: list[str]) -> tuple:
+def _parting(row: Row) -> tuple[str, int, list[str], str]:
+    """(kind, offset, affected, detail) where the replicas' batches part."""
     at = row.at.base_offset
-    covering = [r.log_dir for r in row.replicas if r.end is not None and r.end > at]
+    ends = {r.log_dir: r.end for r in row.replicas}
+    covering = sorted(d for d, end in ends.items() if end is not None and end > at)
     versions: dict[tuple[int, int, int], list[str]] = defaultdict(list)
     for h in row.at.holders:
         versions[(h.last_offset, h.crc, h.leader_epoch)].append(h.log_dir)
@@ -85,9 +101,11 @@ def _parting(row: Row, names: list[str]) -> tuple:
     held = "; ".join(f"{', '.join(sorted(dirs))} hold offsets {at}..{last} (leader epoch {epoch}, crc {crc:#010x})"
                      for (last, crc, epoch), dirs in sorted(versions.items()))
     detail = held + (f"; {', '.join(lacking)} hold no batch starting at {at}" if lacking else "")
-    if len(versions) == 1:
-        return row.topic, row.partition, names, at, "missing-batch", sorted(next(iter(versions.values()))), detail
-    top = max(epoch for _, _, epoch in versions)
-    winners = [dirs for (_, _, epoch), dirs in versions.items() if epoch == top]
-    affected = sorted(set(covering) - set(winners[0])) if len(winners) == 1 else sorted(covering)
-    return row.topic, row.partition, names, at, "different-batch", affected, detail
+    # The groups at the parting point, ranked as Kafka would keep them (the module's docstring).
+    groups = [((epoch, len(dirs), max(ends[d] for d in dirs)), dirs) for (_, _, epoch), dirs in versions.items()]
+    if lacking:
+        groups.append(((float("-inf"), len(lacking), max(ends[d] for d in lacking)), lacking))
+    groups.sort(key=lambda g: g[0], reverse=True)
+    tied = len(groups) > 1 and groups[0][0] == groups[1][0]
+    affected = covering if tied else sorted(set(covering) - set(groups[0][1]))
+    return ("missing-batch" if lacking else "different-batch"), at, affected, detail

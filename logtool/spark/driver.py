@@ -3,6 +3,7 @@ run verify's checks in Spark tasks, write the tables and the summary. The driver
 on a cluster."""
 from __future__ import annotations
 
+import datetime
 import json
 import time
 import uuid
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from pyspark import Broadcast, SparkContext
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.util import InheritableThread
 
 from logtool.findings import Severity
@@ -22,10 +24,9 @@ from logtool.spark.hosts import Pin, located, pinned, resolve
 from logtool.spark.listing import Listing, list_path, not_audited
 from logtool.spark.outcome import blob, checked_rows, merged_rows, partition_path, unit_rows
 from logtool.spark.progress import job_progress
-from logtool.recovery.verdict import Verdict
 from logtool.spark.rounds import progress_made, repin
 from logtool.spark.rows import (BATCH, FINDING, FINDINGS, JUDGED, MISPLACED, PARTITION, PIECE, TAGGED, TALLY,
-                                VERDICTS, listing_findings, verdict_row)
+                                SCHEMA_VERSION, VERDICTS, broker_of, listing_findings, verdict_row)
 from logtool.spark.session import preflight, ship
 from logtool.spark.split import TASKS_PER_CORE, Unit, split, task_size, weight
 from logtool.spark.summary import Tally, divergence_summary
@@ -45,12 +46,16 @@ class Audit:
 
 
 def run_audit(spark: SparkSession, audit: Audit, startup_seconds: float | None = None) -> dict:
-    """Run the audit, write DIR/findings, DIR/partitions, DIR/verdicts, DIR/divergence (with --replicas) and
-    DIR/summary.json; return the summary."""
+    """Run the audit, write its part of DIR/findings, DIR/partitions, DIR/verdicts, DIR/divergence (with
+    --replicas), each under audit_id=ID/ so that audits accumulate; DIR/summary.json (the latest audit's, and
+    DIR/summaries/ID.json); return the summary."""
     sc = spark.sparkContext
     ship(spark)
     preflight(spark)
-    group = f"logtool-audit-{uuid.uuid4().hex[:8]}"
+    audited_at = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    # Sortable by time, unique by its random part.
+    audit_id = f"{audited_at:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
+    group = f"logtool-audit-{audit_id}"
     began = time.perf_counter()
     listings = _list(sc, audit.paths, f"{group}-listing")
     log_dirs = [ld for listing in listings for ld in listing.report.log_dirs]
@@ -73,7 +78,7 @@ def run_audit(spark: SparkSession, audit: Audit, startup_seconds: float | None =
     checked_at = time.perf_counter()
 
     sc.setJobGroup(f"{group}-output", "logtool audit: writing the tables")
-    out = _Output(spark, audit.output)
+    out = _Output(spark, audit.output, audit_id, audited_at)
     with job_progress(sc, f"{group}-output", "writing the tables"):
         summary = _write(spark, out, audit, counted, rows, listings, len(units), verdicts)
     for cached in rows:
@@ -82,22 +87,24 @@ def run_audit(spark: SparkSession, audit: Audit, startup_seconds: float | None =
     done = time.perf_counter()
 
     summary |= {
+        "schema_version": SCHEMA_VERSION, "audit_id": audit_id, "audited_at": audited_at.isoformat(),
         "paths": list(audit.paths), "output": audit.output, "master": sc.master, "tasks": len(units),
         "task_bytes": task_bytes,
         "seconds": {"startup": None if startup_seconds is None else round(startup_seconds, 3),
                     "listing": round(listed - began, 3), "check": round(checked_at - listed, 3),
                     "output": round(done - checked_at, 3), "total": round(done - began, 3)},
     }
-    out.text("summary.json", json.dumps(summary, indent=2) + "\n")
+    text = json.dumps(summary, indent=2) + "\n"
+    out.text(f"summaries/{audit_id}.json", text)
+    out.text("summary.json", text)
     return summary
 
 
 def _write(spark: SparkSession, out: "_Output", audit: Audit, counted: Tally, rows: list[DataFrame],
-           listings: list[Listing], units: int, verdicts: list[tuple[Verdict, str]]) -> dict:
+           listings: list[Listing], units: int, verdicts: list[dict]) -> dict:
     """The tables, from the cached check rows and the verdicts, and the summary's counts."""
     files = max(1, min(units, counted.partitions // ROWS_PER_FILE + 1))
-    judged = [v.to_dict() | {"host": host} for v, host in verdicts]
-    out.table("verdicts", spark.createDataFrame([verdict_row(v) for v in judged], VERDICTS).coalesce(1))
+    out.table("verdicts", spark.createDataFrame([verdict_row(v) for v in verdicts], VERDICTS).coalesce(1))
     about_paths = spark.createDataFrame([r for listing in listings for r in listing_findings(listing)], FINDINGS)
     # Two small jobs over the cache, each keeping one core busy in the JVM: side by side.
     _side_by_side(lambda: out.table("findings", _kind(rows[-1], FINDING).select("finding.*")
@@ -105,14 +112,13 @@ def _write(spark: SparkSession, out: "_Output", audit: Audit, counted: Tally, ro
                   lambda: out.table("partitions", _kind(rows[-1], PARTITION).select("partition.*").coalesce(files)))
     if audit.settings.replicas:
         out.table("divergence", divergence(_kind(rows[-1], BATCH).select("batch.*"), out.read("partitions")).coalesce(1))
-    else:
-        out.remove("divergence")  # from an earlier run with --replicas: it would not describe this one
     for listing in listings:
-        counted.count(listing.report.findings, listing.report.operational_error, listing.host)
+        host = pinned(listing.path)[0] or listing.host  # the broker's, as in the partitions' counts
+        counted.count(listing.report.findings, listing.report.operational_error, host)
         for ld in listing.report.log_dirs:
-            counted.count(ld.findings, host=listing.host)
+            counted.count(ld.findings, host=host, broker=(*broker_of(ld), host))
     summary = counted.summary(audit.fail_on)
-    summary["verdict"] = verdict_summary(judged)
+    summary["verdict"] = verdict_summary(verdicts)
     summary["divergence"] = divergence_summary(out.read("divergence"), out.read("partitions")) \
         if audit.settings.replicas else None
     return summary
@@ -222,23 +228,26 @@ def _check(spark: SparkSession, units: list[Unit], settings: Settings, dirs: Bro
 
 
 class _Output:
-    """The --output directory, through Hadoop's file system API: a local path or any URI Spark can write."""
+    """The --output directory, through Hadoop's file system API: a local path or any URI Spark can write. Each
+    table is partitioned by audit: this audit writes (and reads back) TABLE/audit_id=ID only, its rows
+    stamped with the time it began."""
 
-    def __init__(self, spark: SparkSession, root: str) -> None:
-        self.spark, self.root = spark, root.rstrip("/")
+    def __init__(self, spark: SparkSession, root: str, audit_id: str, audited_at: datetime.datetime) -> None:
+        self.spark, self.root, self.audit_id, self.audited_at = spark, root.rstrip("/"), audit_id, audited_at
         jvm = spark.sparkContext._jvm
         self._path = jvm.org.apache.hadoop.fs.Path
         self.fs = self._path(self.root).getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
         self.fs.setWriteChecksum(False)  # no .crc files beside summary.json
 
+    def _here(self, name: str) -> str:
+        return f"{self.root}/{name}/audit_id={self.audit_id}"
+
     def table(self, name: str, df: DataFrame) -> None:
-        df.write.mode("overwrite").parquet(f"{self.root}/{name}")
+        # The partition column's value is its directory's name, as Spark, DuckDB and Arrow read hive layouts.
+        df.withColumn("audited_at", F.lit(self.audited_at)).write.mode("overwrite").parquet(self._here(name))
 
     def read(self, name: str) -> DataFrame:
-        return self.spark.read.parquet(f"{self.root}/{name}")
-
-    def remove(self, name: str) -> None:
-        self.fs.delete(self._path(f"{self.root}/{name}"), True)
+        return self.spark.read.parquet(self._here(name)).drop("audited_at")
 
     def text(self, name: str, text: str) -> None:
         stream = self.fs.create(self._path(f"{self.root}/{name}"), True)

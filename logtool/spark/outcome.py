@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from logtool.checks.logdir import LogDirReport
 from logtool.checks.engine import check_against_log_dir
 from logtool.spark.listing import Sized
-from logtool.spark.rows import (BATCH, FINDING, JUDGED, MISPLACED, PARTITION, PIECE, TALLY, batch_rows,
+from logtool.spark.rows import (BATCH, FINDING, JUDGED, MISPLACED, PARTITION, PIECE, TALLY, batch_rows, broker_of,
                                 checked_findings, partition_row)
 from logtool.recovery.verdict import Judged, judge
 from logtool.spark.hosts import executor_host, named, same_host
@@ -57,6 +57,7 @@ def _rows(log_dirs: dict[str, LogDirReport], c: Checked, tally: Tally) -> Iterat
     ld = log_dirs.get(str(Path(c.report.path).parent))
     if ld is not None:
         check_against_log_dir(ld, c.report)
+    c.broker = broker_of(ld)
     c.judged = _judged(c)
     row = partition_row(c)
     tally.add(c, row)

@@ -1,12 +1,15 @@
 """The audit's tables: their Parquet schemas, and the rows built from verify's reports (on the executors)."""
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterable
 
 from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DoubleType, IntegerType, LongType, StringType,
-                               StructField, StructType)
+                               StructField, StructType, TimestampType)
 
+from logtool.checks.logdir import LogDirReport
 from logtool.findings import Finding, Severity
+from logtool.format.meta import MetaError, meta_identity
 from logtool.recovery.verdict import Judged
 from logtool.spark.listing import Listing
 from logtool.spark.task import Checked
@@ -16,19 +19,25 @@ def _schema(*fields: tuple[str, object]) -> StructType:
     return StructType([StructField(name, kind, True) for name, kind in fields])
 
 
-S, I, L, D, B = StringType(), IntegerType(), LongType(), DoubleType(), BooleanType()
+S, I, L, D, B, T = StringType(), IntegerType(), LongType(), DoubleType(), BooleanType(), TimestampType()
+SCHEMA_VERSION = 2  # of the tables and summary.json: raised when a column changes meaning, goes or is renamed
+
+# Every table's rows say whose they are: the broker (its cluster and node id, from the log dir's
+# meta.properties; null for what is not inside a log dir given), its log dir and the host that read it. The
+# writer adds the audit (audit_id, audited_at: driver.py).
+BROKER = (("cluster_id", S), ("node_id", I), ("log_dir", S), ("host", S))
 
 FINDINGS = _schema(
-    ("log_dir", S), ("host", S), ("scope", S), ("path", S), ("topic", S), ("partition", I), ("segment", S),
-    ("code", S), ("name", S), ("severity", S), ("file", S), ("position", L), ("offset", L), ("message", S))
+    *BROKER, ("scope", S), ("path", S), ("topic", S), ("partition", I), ("segment", S),
+    ("code", S), ("name", S), ("severity", S), ("file", S), ("position", L), ("log_offset", L), ("message", S))
 
 SEGMENT = _schema(
     ("file", S), ("base_offset", L), ("size", L), ("valid_bytes", L), ("first_invalid_position", L), ("batches", L),
-    ("records", L), ("first_offset", L), ("last_offset", L), ("first_timestamp", L), ("max_timestamp", L),
+    ("records", L), ("first_offset", L), ("last_offset", L), ("first_timestamp", T), ("max_timestamp", T),
     ("magic", ArrayType(I)), ("codecs", ArrayType(S)))
 
 PARTITIONS = _schema(
-    ("log_dir", S), ("host", S), ("path", S), ("topic", S), ("partition", I), ("dir_kind", S), ("status", S),
+    *BROKER, ("path", S), ("topic", S), ("partition", I), ("dir_kind", S), ("status", S),
     ("worst_finding", S), ("errors", I), ("warnings", I), ("infos", I), ("segment_count", I), ("bytes", L),
     ("valid_bytes", L), ("batches", L), ("records", L), ("first_offset", L), ("last_offset", L),
     ("first_invalid_segment", S), ("first_invalid_position", L), ("seconds", D), ("segments", ArrayType(SEGMENT)),
@@ -37,7 +46,7 @@ PARTITIONS = _schema(
     ("recovery_valid_records_dropped", L), ("log_end_offset_after", L), ("recovery_not_worked_out", S))
 
 BATCHES = _schema(
-    ("log_dir", S), ("topic", S), ("partition", I), ("base_offset", L), ("last_offset", L), ("crc", L),
+    ("cluster_id", S), ("log_dir", S), ("topic", S), ("partition", I), ("base_offset", L), ("last_offset", L), ("crc", L),
     ("leader_epoch", I))
 
 # What the check tasks send back, one kind of row each (a row of one of the tables above, or a pickled Python
@@ -51,8 +60,8 @@ PIECE, TALLY, JUDGED, MISPLACED = "piece", "tally", "judged", "misplaced"
 
 # One row per log dir: verify's verdict (its JSON fields, documented in the README), and the host that read it.
 VERDICTS = _schema(
-    ("log_dir", S), ("host", S), ("log_dir_checked", B), ("broker_starts", B),
-    ("blockers", ArrayType(_schema(("code", S), ("name", S), ("where", S), ("file", S), ("effect", S),
+    *BROKER, ("log_dir_checked", B), ("broker_starts", B),
+    ("blockers", ArrayType(_schema(("code", S), ("name", S), ("dir", S), ("file", S), ("effect", S),
                                    ("message", S), ("fix", S)))),
     ("recovery", ArrayType(_schema(("partition", S), ("bytes_cut", L), ("segments_deleted", I),
                                    ("valid_records_dropped", L), ("log_end_offset_as_written", L),
@@ -62,31 +71,59 @@ VERDICTS = _schema(
                                              ("position", L), ("offset", L), ("message", S)))),
     ("not_worked_out", ArrayType(_schema(("partition", S), ("why", S)))), ("next", ArrayType(S)))
 
+# Replicas are compared within one cluster; `affected` are the replicas that differ from the one Kafka's
+# truncation would keep (spark/divergence.py), `affected_nodes` their node ids.
 DIVERGENCE = _schema(
-    ("topic", S), ("partition", I), ("replicas", ArrayType(S)), ("first_divergent_offset", L), ("kind", S),
-    ("affected", ArrayType(S)), ("detail", S))
+    ("cluster_id", S), ("topic", S), ("partition", I), ("replicas", ArrayType(S)), ("first_divergent_offset", L),
+    ("kind", S), ("affected", ArrayType(S)), ("affected_nodes", ArrayType(I)), ("detail", S))
+
+Broker = tuple[str | None, int | None]  # (cluster id, node id)
 
 
-def _findings(log_dir: str | None, host: str, scope: str, path: str, topic: str | None, partition: int | None,
-              segment: str | None, findings: Iterable[Finding]) -> list[tuple]:
-    return [(log_dir, host, scope, path, topic, partition, segment, f.code, f.name, str(f.severity), f.file,
+def broker_of(log_dir: LogDirReport | None) -> Broker:
+    """The cluster and node a log dir belongs to, as Kafka reads its meta.properties; unknown parts None."""
+    if log_dir is None:
+        return None, None
+    try:
+        identity = meta_identity(log_dir.meta)
+    except MetaError:
+        return log_dir.meta.get("cluster.id"), None
+    return identity.cluster_id, identity.node_id
+
+
+def _findings(broker: Broker, log_dir: str | None, host: str, scope: str, path: str, topic: str | None,
+              partition: int | None, segment: str | None, findings: Iterable[Finding]) -> list[tuple]:
+    return [(*broker, log_dir, host, scope, path, topic, partition, segment, f.code, f.name, str(f.severity), f.file,
              f.position, f.offset, f.message) for f in findings]
 
 
 def listing_findings(listing: Listing) -> list[tuple]:
     """Findings about a PATH itself and about the log dirs it names."""
-    rows = _findings(listing.path, listing.host, "path", listing.path, None, None, None, listing.report.findings)
+    rows = _findings((None, None), listing.path, listing.host, "path", listing.path, None, None, None,
+                     listing.report.findings)
     for d in listing.report.log_dirs:
-        rows += _findings(d.path, listing.host, "log_dir", d.path, None, None, None, d.findings)
+        rows += _findings(broker_of(d), d.path, listing.host, "log_dir", d.path, None, None, None, d.findings)
     return rows
 
 
 def checked_findings(c: Checked) -> list[tuple]:
     rep, log_dir = c.report, c.item.log_dir
-    rows = _findings(log_dir, c.host, "partition", rep.path, rep.topic, rep.partition, None, rep.findings)
+    rows = _findings(c.broker, log_dir, c.host, "partition", rep.path, rep.topic, rep.partition, None, rep.findings)
     for s in rep.segments:
-        rows += _findings(log_dir, c.host, "segment", rep.path, rep.topic, rep.partition, s.file, s.findings)
+        rows += _findings(c.broker, log_dir, c.host, "segment", rep.path, rep.topic, rep.partition, s.file,
+                          s.findings)
     return rows
+
+
+def timestamp(ms: int | None) -> datetime.datetime | None:
+    """A record timestamp (epoch milliseconds) as a timestamp; None for Kafka's -1 (none) and for what no
+    calendar holds (a corrupt value)."""
+    if ms is None or ms < 0:
+        return None
+    try:
+        return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return None
 
 
 def partition_row(c: Checked) -> tuple:
@@ -98,7 +135,7 @@ def partition_row(c: Checked) -> tuple:
     lasts = [s.last_offset for s in segs if s.last_offset is not None]
     records = [s.records for s in segs]
     return (
-        c.item.log_dir, c.host, rep.path, rep.topic, rep.partition, rep.dir_kind, rep.status,
+        *c.broker, c.item.log_dir, c.host, rep.path, rep.topic, rep.partition, rep.dir_kind, rep.status,
         f"{worst.code} {worst.name}" if worst else None,
         *(sum(1 for f in found if f.severity == sev) for sev in (Severity.ERROR, Severity.WARNING, Severity.INFO)),
         len(segs), sum(s.size for s in segs), sum(s.valid_bytes for s in segs), sum(s.batches for s in segs),
@@ -106,7 +143,8 @@ def partition_row(c: Checked) -> tuple:
         min(firsts, default=None), max(lasts, default=None),
         broken.file if broken else None, broken.first_invalid_position if broken else None, round(c.seconds, 6),
         [(s.file, s.base_offset, s.size, s.valid_bytes, s.first_invalid_position, s.batches, s.records, s.first_offset,
-          s.last_offset, s.first_timestamp, s.max_timestamp, sorted(s.magic), sorted(s.codecs)) for s in segs],
+          s.last_offset, timestamp(s.first_timestamp), timestamp(s.max_timestamp), sorted(s.magic), sorted(s.codecs))
+         for s in segs],
         *_judged_columns(c.judged),
     )
 
@@ -134,4 +172,4 @@ def _struct(value: object, kind: object) -> object:
 
 def batch_rows(c: Checked) -> list[tuple]:
     rep = c.report
-    return [(c.item.log_dir, rep.topic, rep.partition, *key) for key in c.batches]
+    return [(c.broker[0], c.item.log_dir, rep.topic, rep.partition, *key) for key in c.batches]

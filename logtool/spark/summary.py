@@ -2,7 +2,6 @@
 checked, the driver adds the tallies up with the findings about PATHs and log dirs it already has."""
 from __future__ import annotations
 
-import datetime
 import heapq
 from collections import Counter
 from collections.abc import Iterable
@@ -35,9 +34,14 @@ class Tally:
     by_code: Counter = field(default_factory=Counter)  # (code, name, severity) -> findings
     worst: list[tuple] = field(default_factory=list)  # (-errors, -warnings, path, row): the WORST_SHOWN first
     operational: bool = False  # verify's rule: an unusable PATH, or a partition that could not be listed
-    # For the report's breakdowns: (host or topic, severity) -> findings; host or topic -> bytes past the valid
-    # prefixes; the UTC day of the last record before each damage -> (partitions, bytes past it).
+    # For the report's breakdowns: (host, topic or broker, severity) -> findings; host, topic or broker ->
+    # bytes past the valid prefixes; the UTC day of the last record before each damage -> partitions. A host
+    # is the broker's (the HOST of a HOST:PATH, else the machine that read it); a broker is (cluster id, node
+    # id, host).
     by_host: Counter = field(default_factory=Counter)
+    by_broker: Counter = field(default_factory=Counter)
+    damaged_broker: Counter = field(default_factory=Counter)
+    broker_partitions: Counter = field(default_factory=Counter)
     by_topic: Counter = field(default_factory=Counter)
     damaged_host: Counter = field(default_factory=Counter)
     damaged_topic: Counter = field(default_factory=Counter)
@@ -54,12 +58,16 @@ class Tally:
         if row["records"] is not None:
             self.records = (self.records or 0) + row["records"]
         topic = row["topic"] if row["topic"] is not None else NO_TOPIC
-        self.count(c.report.all_findings(), any(f.name in ("UNREADABLE", "NOT_AUDITED") for f in c.report.findings), row["host"],
-                   topic)
+        host = c.item.pin.asked if c.item.pin else c.host
+        broker = (row["cluster_id"], row["node_id"], host)
+        self.broker_partitions[broker] += 1
+        self.count(c.report.all_findings(), any(f.name in ("UNREADABLE", "NOT_AUDITED") for f in c.report.findings),
+                   host, topic, broker)
         damaged = row["bytes"] - row["valid_bytes"]
         if damaged:
-            self.damaged_host[row["host"]] += damaged
+            self.damaged_host[host] += damaged
             self.damaged_topic[topic] += damaged
+            self.damaged_broker[broker] += damaged
         if row["first_invalid_segment"] is not None:
             self.damage_days[_day_of_damage(row)] += 1
         if row["errors"] or row["warnings"]:
@@ -68,9 +76,9 @@ class Tally:
         return self
 
     def count(self, findings: Iterable[Finding], operational: bool = False, host: str | None = None,
-              topic: str = NO_TOPIC) -> "Tally":
-        """Count findings (of the host that read them, and their partition's topic: none for a log dir's or
-        a PATH's own)."""
+              topic: str = NO_TOPIC, broker: tuple | None = None) -> "Tally":
+        """Count findings (of their broker's host, their partition's topic (none for a log dir's or a PATH's
+        own) and their broker, where known)."""
         for f in findings:
             if f.name == "NOT_AUDITED":
                 self.not_audited[host] += 1
@@ -79,6 +87,8 @@ class Tally:
             if host is not None:
                 self.by_host[(host, severity)] += 1
                 self.by_topic[(topic, severity)] += 1
+            if broker is not None:
+                self.by_broker[(broker, severity)] += 1
         self.operational |= operational
         return self
 
@@ -92,7 +102,9 @@ class Tally:
         self.by_code += other.by_code
         for mine, theirs in ((self.by_host, other.by_host), (self.by_topic, other.by_topic),
                              (self.damaged_host, other.damaged_host), (self.damaged_topic, other.damaged_topic),
-                             (self.damage_days, other.damage_days), (self.not_audited, other.not_audited)):
+                             (self.damage_days, other.damage_days), (self.not_audited, other.not_audited),
+                             (self.by_broker, other.by_broker), (self.damaged_broker, other.damaged_broker),
+                             (self.broker_partitions, other.broker_partitions)):
             mine.update(theirs)
         self.worst = heapq.nsmallest(WORST_SHOWN, self.worst + other.worst)
         self.operational |= other.operational
@@ -110,6 +122,7 @@ class Tally:
             "worst_partitions": [row for *_, row in self.worst],
             "by_host": _breakdown("host", self.by_host, self.damaged_host),
             "by_topic": _breakdown("topic", self.by_topic, self.damaged_topic),
+            "by_broker": self._by_broker(),
             "damage_by_day": [{"day": day, "partitions": n} for day, n in sorted(self.damage_days.items())],
             "not_audited": [{"host": host, "count": n} for host, n in sorted(self.not_audited.items())],
             "operational_error": self.operational,
@@ -117,22 +130,30 @@ class Tally:
         }
 
 
+    def _brokers(self) -> set[tuple]:
+        return set(self.broker_partitions) | {broker for broker, _ in self.by_broker}
+
+    def _by_broker(self) -> list[dict]:
+        rows = [{"cluster_id": cluster, "node_id": node, "host": host, "partitions": n,
+                 **{f"{s}s": self.by_broker[((cluster, node, host), str(s))] for s in Severity},
+                 "damaged_bytes": self.damaged_broker[(cluster, node, host)]}
+                for (cluster, node, host), n in ((b, self.broker_partitions[b]) for b in self._brokers())]
+        return sorted(rows, key=lambda r: (-r["errors"], -r["warnings"], -r["damaged_bytes"], -r["infos"],
+                                           str(r["cluster_id"]), str(r["node_id"]), r["host"]))
+
+
 def _day_of_damage(row: dict) -> str:
     """The UTC day of the last record written before the partition's damage: the latest timestamp of the
     damaged segment's valid prefix, or of the segments before it when that prefix holds none ("unknown"
     when none does)."""
-    ts = None
+    latest = None
     for segment in row["segments"]:  # in offset order, up to the damaged one
-        if segment[10] is not None and segment[10] >= 0:
-            ts = segment[10] if ts is None else max(ts, segment[10])
+        ts = segment[10]  # its max_timestamp: a timestamp, None where it has none
+        if ts is not None:
+            latest = ts if latest is None else max(latest, ts)
         if segment[0] == row["first_invalid_segment"]:
             break
-    if ts is None:
-        return "unknown"
-    try:
-        return datetime.datetime.fromtimestamp(ts / 1000, datetime.timezone.utc).date().isoformat()
-    except (OverflowError, OSError, ValueError):
-        return "unknown"
+    return "unknown" if latest is None else latest.date().isoformat()
 
 
 def _breakdown(key: str, findings: Counter, damaged: Counter) -> list[dict]:

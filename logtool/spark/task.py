@@ -56,6 +56,7 @@ class Checked:
     seconds: float
     batches: list[BatchKey] = field(default_factory=list)
     judged: Judged | None = None  # its part of the verdict, once held against its log dir (spark/outcome.py)
+    broker: tuple[str | None, int | None] = (None, None)  # its log dir's cluster and node id, when known
 
 
 def task_threads() -> None:

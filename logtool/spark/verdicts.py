@@ -9,23 +9,25 @@ from pathlib import Path
 from logtool.recovery.verdict import Judged, Verdict
 from logtool.spark.hosts import pinned
 from logtool.spark.listing import Listing
+from logtool.spark.rows import Broker, broker_of
 
 SHOWN = 10  # verdicts the summary carries whole: those that would not start first, then the most cut
 
 
-def fleet_verdicts(listings: list[Listing], judged: Iterable[tuple[str, Judged]]) -> list[tuple[Verdict, str]]:
-    """(verdict, host that listed it) per log dir: those the PATHs name (their own files checked), then the
-    parents of partition dirs given without their log dir."""
-    by_dir: dict[str, tuple[Verdict, str]] = {}
+def fleet_verdicts(listings: list[Listing], judged: Iterable[tuple[str, Judged]]) -> list[dict]:
+    """Per log dir, its verdict's dict with the columns every table has (rows.BROKER): those the PATHs name
+    (their own files checked), then the parents of partition dirs given without their log dir."""
+    by_dir: dict[str, tuple[Verdict, str, Broker]] = {}
     for listing in listings:
         for d in listing.report.log_dirs:
-            by_dir.setdefault(str(Path(d.path)), (Verdict(d.path, True), listing.host))[0] \
+            by_dir.setdefault(str(Path(d.path)), (Verdict(d.path, True), listing.host, broker_of(d)))[0] \
                 .add_log_dir_findings(d.findings)
         for t in listing.targets:
-            by_dir.setdefault(str(Path(t.log_dir)), (Verdict(t.log_dir, False), listing.host))
+            by_dir.setdefault(str(Path(t.log_dir)), (Verdict(t.log_dir, False), listing.host, (None, None)))
     for log_dir, j in judged:
         by_dir[str(Path(log_dir))][0].add(j)
-    return [(_on_its_host(v.finish()), host) for v, host in by_dir.values()]
+    return [_on_its_host(v.finish()).to_dict() | {"cluster_id": cluster, "node_id": node, "host": host}
+            for v, host, (cluster, node) in by_dir.values()]
 
 
 def _on_its_host(v: Verdict) -> Verdict:
