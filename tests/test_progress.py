@@ -67,25 +67,32 @@ def test_nothing_in_a_pipe(one_segment, monkeypatch, capsys):
     assert rc == 0 and seen == [] and pipe.getvalue() == ""
 
 
-def test_an_audit_phase_shows_no_total_before_spark_knows_its_tasks(monkeypatch):
-    """`checking (Spark tasks)` reads 0/? until the phase's first job is registered, then 0/N and moves."""
+def test_an_audit_phase_s_total_is_known_first_and_its_bar_never_moves_back(monkeypatch):
+    """The checks count partitions out of a total set before the first task (it grew with Spark's stages,
+    2 -> 3 -> 9 -> 32, and the bar moved backwards); a phase without a known total shows a count only."""
     import logtool.spark.progress as spark_progress
 
-    answers = iter([(0, 0), (4, 0), (4, 3)])
-    seen: list[float | None] = []
-    ticked = []
+    class Counted:  # an accumulator as the driver reads it while the tasks run
+        values = iter([0, 3, 3, 7])
+        value = 0
 
-    def tasks(_sc, _group):
-        answer = next(answers, (4, 4))
-        ticked.append(answer)
-        return answer
-
-    real_total = progress_module.Meter.total
-    monkeypatch.setattr(progress_module.Meter, "total", lambda self, n: (seen.append(n), real_total(self, n)))
-    monkeypatch.setattr(spark_progress, "_tasks", tasks)
+    totals: list[int] = []
+    added: list[int] = []
+    real_total, real_add = progress_module.Meter.total, progress_module.Meter.add
+    monkeypatch.setattr(progress_module.Meter, "total", lambda self, n: (totals.append(n), real_total(self, n)))
+    monkeypatch.setattr(progress_module.Meter, "add", lambda self, n=1: (added.append(n), real_add(self, n)))
     monkeypatch.setattr(spark_progress, "POLL_SECONDS", 0.01)
     monkeypatch.setattr("sys.stderr", _Terminal())
-    with spark_progress.job_progress(None, "group", "checking"):
-        while len(ticked) < 4:
-            time.sleep(0.005)
-    assert seen[:2] == [4, 4] and 0 not in seen
+    counted = Counted()
+    with spark_progress.job_progress(None, "group", "checking partitions", counted, 7):
+        for counted.value in Counted.values:
+            time.sleep(0.05)
+    assert totals == [7] and sum(added) == 7 and min(added) >= 0
+
+    ticks = iter([0, 2, 5])
+    monkeypatch.setattr(spark_progress, "_tasks", lambda _sc, _group: next(ticks, 5))
+    totals.clear()
+    added.clear()
+    with spark_progress.job_progress(None, "group", "writing the tables"):
+        time.sleep(0.1)
+    assert totals == [] and sum(added) == 5

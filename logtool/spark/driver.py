@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import partial, reduce
 from pathlib import Path
 
-from pyspark import Broadcast, SparkContext
+from pyspark import Accumulator, Broadcast, SparkContext
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.util import InheritableThread
@@ -69,9 +69,10 @@ def run_audit(spark: SparkSession, audit: Audit, startup_seconds: float | None =
     # The aggregations over the tables are small next to the checks: a few shuffle partitions, not 200.
     spark.conf.set("spark.sql.shuffle.partitions", str(max(2 * sc.defaultParallelism, len(units))))
     dirs = sc.broadcast({str(Path(ld.path)): ld for ld in log_dirs})
-    with job_progress(sc, f"{group}-check", "checking"):
+    checked = sc.accumulator(0)
+    with job_progress(sc, f"{group}-check", "checking partitions", checked, sum(len(u.items) for u in units)):
         # The checks fill the cache every table below is read from.
-        rows = _check(spark, units, audit.settings, dirs)
+        rows = _check(spark, units, audit.settings, dirs, checked)
         sent = rows[-1].filter(rows[-1].kind.isin(TALLY, JUDGED)).select("kind", "blob").collect()
     counted = reduce(Tally.merge, (blob(r) for r in sent if r.kind == TALLY), Tally())
     verdicts = fleet_verdicts(listings, (blob(r) for r in sent if r.kind == JUDGED))
@@ -197,7 +198,8 @@ def _kind(rows: DataFrame, kind: str) -> DataFrame:
     return rows.filter(rows.kind == kind)
 
 
-def _check(spark: SparkSession, units: list[Unit], settings: Settings, dirs: Broadcast) -> list[DataFrame]:
+def _check(spark: SparkSession, units: list[Unit], settings: Settings, dirs: Broadcast,
+           checked_items: Accumulator) -> list[DataFrame]:
     """The checks, as tagged rows (`rows.TAGGED`) cached in the JVM; the last DataFrame holds every
     partition's rows (the others are cached steps towards it, to unpersist at the end). Pinned items Spark
     ran off their host go again, in rounds, until checked or their host is gone (spark/rounds.py). Pieces of
@@ -209,7 +211,8 @@ def _check(spark: SparkSession, units: list[Unit], settings: Settings, dirs: Bro
         # Units pinned to a host (HOST:PATH) go where their host is; the others anywhere.
         tasks = located(sc, [(u, u.host) for u in pending]) if any(u.host for u in pending) else \
             sc.parallelize(pending, max(1, len(pending)))
-        checked = spark.createDataFrame(tasks.flatMap(partial(unit_rows, settings, dirs)), TAGGED).cache()
+        checked = spark.createDataFrame(tasks.flatMap(partial(unit_rows, settings, dirs, checked_items)),
+                                        TAGGED).cache()
         rounds.append(checked)
         back = [blob(r) for r in _kind(checked, MISPLACED).select("blob").collect()]  # runs the round
         stalled = progress_made(sum(len(u.items) for u in pending), len(back), stalled)

@@ -20,15 +20,17 @@ from logtool.spark.summary import Tally
 from logtool.spark.task import Checked, Settings, check_unit, merge
 
 if TYPE_CHECKING:
-    from pyspark import Broadcast
+    from pyspark import Accumulator, Broadcast
 
 LogDirs = "Broadcast[dict[str, LogDirReport]]"
 
 
-def unit_rows(settings: Settings, log_dirs: LogDirs, unit: Unit) -> Iterator[tuple]:
+def unit_rows(settings: Settings, log_dirs: LogDirs, checked: "Accumulator[int]", unit: Unit) -> Iterator[tuple]:
     """The tagged rows (schema `rows.TAGGED`) of one unit's partitions; a piece's outcome as it is; an item
-    that ran off its host, to pin again."""
-    yield from checked_rows(log_dirs.value, check_unit(settings, unit))
+    that ran off its host, to pin again. `checked` counts the items checked (the driver's progress)."""
+    outcomes = list(check_unit(settings, unit))
+    yield from checked_rows(log_dirs.value, outcomes)
+    checked.add(sum(1 for c in outcomes if not isinstance(c, Sized)))
 
 
 def checked_rows(log_dirs: dict[str, LogDirReport], outcomes: Iterable[Checked | Sized]) -> Iterator[tuple]:

@@ -6,41 +6,44 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from pyspark import SparkContext
+from pyspark import Accumulator, SparkContext
 
 from logtool.render.progress import progress
 
 POLL_SECONDS = 0.5
 
 
-def _tasks(sc: SparkContext, group: str) -> tuple[int, int]:
-    """(tasks, finished tasks) over every stage of every job of `group` so far."""
+def _tasks(sc: SparkContext, group: str) -> int:
+    """The finished tasks over every stage of every job of `group` so far."""
     tracker = sc.statusTracker()
-    total = done = 0
+    done = 0
     for job in tracker.getJobIdsForGroup(group):
         info = tracker.getJobInfo(job)
         for stage in info.stageIds if info else ():
             s = tracker.getStageInfo(stage)
             if s is not None:
-                total += s.numTasks
                 done += s.numCompletedTasks
-    return total, done
+    return done
 
 
 @contextmanager
-def job_progress(sc: SparkContext, group: str, label: str) -> Iterator[None]:
-    """While the body runs, show `label` with the group's finished/total tasks; on a terminal only."""
+def job_progress(sc: SparkContext, group: str, label: str, counted: Accumulator | None = None,
+                 total: int | None = None) -> Iterator[None]:
+    """While the body runs, show `label` on a terminal: with `counted` (an accumulator the tasks add to as
+    they finish) out of `total`, a total known before the first task, so the bar never moves backwards;
+    else the group's finished Spark tasks, without a total (its jobs and stages appear as it runs)."""
     if not sys.stderr.isatty():
         yield
         return
     stop = threading.Event()
-    with progress(f"{label} (Spark tasks)", in_bytes=False) as meter:
+    with progress(label if counted is not None else f"{label} (Spark tasks)", in_bytes=False) as meter:
+        if total is not None:
+            meter.total(total)
+
         def poll() -> None:
             shown = 0
             while not stop.wait(POLL_SECONDS):
-                total, done = _tasks(sc, group)
-                if total:  # before Spark registers the group's first job: "0/?", not "0/0"
-                    meter.total(total)
+                done = counted.value if counted is not None else _tasks(sc, group)
                 meter.add(max(0, done - shown))
                 shown = max(shown, done)
 
