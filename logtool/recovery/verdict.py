@@ -8,6 +8,7 @@ recovered), made only for the partitions whose report has a cut: the rest lose n
 from __future__ import annotations
 
 import shlex
+from typing import Any
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,7 +30,7 @@ class Blocker:
     dir: str  # the log dir or partition dir it was found in
     effect: AtStart
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"code": self.finding.code, "name": self.finding.name, "dir": self.dir,
                 "file": self.finding.file, "effect": self.effect.value, "message": self.finding.message,
                 "fix": self.finding.kind.remedy}
@@ -47,7 +48,7 @@ class Loss:
     log_end_after: int | None
     cause: str  # the finding recovery cuts at
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"partition": self.partition, "bytes_cut": self.bytes_cut, "segments_deleted": self.segments_deleted,
                 "valid_records_dropped": self.valid_records_dropped,
                 "log_end_offset_as_written": self.log_end_as_written, "log_end_offset_after": self.log_end_after,
@@ -61,7 +62,7 @@ class NotWorkedOut:
     partition: str
     why: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"partition": self.partition, "why": self.why}
 
 
@@ -116,7 +117,7 @@ class Verdict:
         self.next_steps = _next_steps(self)
         return self
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"log_dir": self.log_dir, "log_dir_checked": self.log_dir_checked, "broker_starts": self.starts,
                 "blockers": [b.to_dict() for b in self.blockers], "recovery": [x.to_dict() for x in self.losses],
                 "recovery_bytes_cut": sum(x.bytes_cut for x in self.losses),

@@ -54,7 +54,8 @@ def divergence(batches: DataFrame, partitions: DataFrame) -> DataFrame:
               .agg(F.count("*").alias("n"), F.sort_array(F.collect_list(span)).alias("replicas"),
                    F.max("first_offset").alias("start"))
               .filter("n > 1").drop("n"))
-    # Partitioned by (cluster id, topic, partition) once: the join and both aggregations below then need no other shuffle.
+    # Partitioned by (cluster id, topic, partition) once: the join and both aggregations below then need no
+    # other shuffle.
     parting = (_keyed(batches).repartition(*KEY).join(shared, KEY).filter(F.col("base_offset") >= F.col("start"))
                .groupBy(*KEY, "base_offset")
                .agg(F.first("replicas").alias("replicas"),
@@ -102,7 +103,8 @@ def _parting(row: Row) -> tuple[str, int, list[str], str]:
                      for (last, crc, epoch), dirs in sorted(versions.items()))
     detail = held + (f"; {', '.join(lacking)} hold no batch starting at {at}" if lacking else "")
     # The groups at the parting point, ranked as Kafka would keep them (the module's docstring).
-    groups = [((epoch, len(dirs), max(ends[d] for d in dirs)), dirs) for (_, _, epoch), dirs in versions.items()]
+    groups: list[tuple[tuple[float, int, int], list[str]]] = [
+        ((epoch, len(dirs), max(ends[d] for d in dirs)), dirs) for (_, _, epoch), dirs in versions.items()]
     if lacking:
         groups.append(((float("-inf"), len(lacking), max(ends[d] for d in lacking)), lacking))
     groups.sort(key=lambda g: g[0], reverse=True)

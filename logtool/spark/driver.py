@@ -20,8 +20,8 @@ from pyspark.util import InheritableThread
 from logtool.findings import Severity
 from logtool.checks.logdir_set import check_log_dir_sets_by_node
 from logtool.spark.divergence import divergence
-from logtool.spark.hosts import Pin, located, pinned, resolve
-from logtool.spark.listing import Listing, list_path, not_audited
+from logtool.spark.hosts import Pin, gateway, is_local, located, pinned, resolve
+from logtool.spark.listing import Listing, Sized, list_path, not_audited
 from logtool.spark.outcome import blob, checked_rows, merged_rows, partition_path, unit_rows
 from logtool.spark.progress import job_progress
 from logtool.spark.rounds import progress_made, repin
@@ -52,7 +52,7 @@ def run_audit(spark: SparkSession, audit: Audit, startup_seconds: float | None =
     sc = spark.sparkContext
     ship(spark)
     preflight(spark)
-    audited_at = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    audited_at = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
     # Sortable by time, unique by its random part.
     audit_id = f"{audited_at:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
     group = f"logtool-audit-{audit_id}"
@@ -112,7 +112,8 @@ def _write(spark: SparkSession, out: "_Output", audit: Audit, counted: Tally, ro
                                     .unionByName(about_paths).coalesce(files)),
                   lambda: out.table("partitions", _kind(rows[-1], PARTITION).select("partition.*").coalesce(files)))
     if audit.settings.replicas:
-        out.table("divergence", divergence(_kind(rows[-1], BATCH).select("batch.*"), out.read("partitions")).coalesce(1))
+        batches = _kind(rows[-1], BATCH).select("batch.*")
+        out.table("divergence", divergence(batches, out.read("partitions")).coalesce(1))
     for listing in listings:
         host = pinned(listing.path)[0] or listing.host  # the broker's, as in the partitions' counts
         counted.count(listing.report.findings, listing.report.operational_error, host)
@@ -138,11 +139,11 @@ def _list(sc: SparkContext, paths: tuple[str, ...], group: str) -> list[Listing]
     for i, (host, path) in enumerate(asked):
         if host is None:
             work.append((i, path, None))
-        elif executors.get(host) is None:
+        elif (executor := executors.get(host)) is None:
             listings[i] = not_audited(path, host, f"no live Spark executor on {host}")
         else:
-            work.append((i, path, Pin(host, executors[host])))
-    if sc.master.startswith("local"):
+            work.append((i, path, Pin(host, executor)))
+    if is_local(sc):
         listings |= {i: list_path(path, pin) for i, path, pin in work}
     elif work:
         listings |= dict(zip((i for i, _, _ in work), list_on_executors(sc, [(p, pin) for _, p, pin in work], group)))
@@ -166,9 +167,20 @@ def list_on_executors(sc: SparkContext, paths: list[tuple[str, Pin | None]], gro
             listed |= {i: listing for (i, _), listing in zip(pending, got) if not listing.misplaced}
             back = [(i, work) for (i, work), listing in zip(pending, got) if listing.misplaced]
             stalled = progress_made(len(pending), len(back), stalled)
-            pending, gone = repin(sc, back, lambda x: x[1][1], stalled)
-            listed |= {i: not_audited(p, pin.asked, why) for (i, (p, pin)), why in gone}
+            pending, gone = repin(sc, back, _pin_of_work, stalled)
+            listed |= {i: not_audited(p, _pin_of_work((i, (p, pin))).asked, why) for (i, (p, pin)), why in gone}
         return [listed[i] for i in range(len(paths))]
+
+
+def _pin_of_work(work: tuple[int, tuple[str, Pin | None]]) -> Pin:
+    pin = work[1][1]
+    assert pin is not None, "only a pinned PATH's task can run off its host"
+    return pin
+
+
+def _sized_pin(item: Sized) -> Pin:
+    assert item.pin is not None, "only a pinned item's task can run off its host"
+    return item.pin
 
 
 def _list_one(work: tuple[str, Pin | None]) -> Listing:
@@ -216,11 +228,11 @@ def _check(spark: SparkSession, units: list[Unit], settings: Settings, dirs: Bro
         rounds.append(checked)
         back = [blob(r) for r in _kind(checked, MISPLACED).select("blob").collect()]  # runs the round
         stalled = progress_made(sum(len(u.items) for u in pending), len(back), stalled)
-        again, gone = repin(sc, back, lambda item: item.pin, stalled)
+        again, gone = repin(sc, back, _sized_pin, stalled)
         if gone:
             lost = [item_not_audited(item, why) for item, why in gone]
             rounds.append(spark.createDataFrame(list(checked_rows(dirs.value, lost)), TAGGED))
-        pending = [Unit((item,), weight(item), item.pin.executor) for item in again]
+        pending = [Unit((item,), weight(item), _sized_pin(item).executor) for item in again]
     checked = reduce(DataFrame.unionByName, rounds)
     if not any(item.piece is not None for unit in units for item in unit.items):
         return [*rounds, checked]
@@ -237,8 +249,7 @@ class _Output:
 
     def __init__(self, spark: SparkSession, root: str, audit_id: str, audited_at: datetime.datetime) -> None:
         self.spark, self.root, self.audit_id, self.audited_at = spark, root.rstrip("/"), audit_id, audited_at
-        jvm = spark.sparkContext._jvm
-        self._path = jvm.org.apache.hadoop.fs.Path
+        self._path = gateway(spark.sparkContext).org.apache.hadoop.fs.Path
         self.fs = self._path(self.root).getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
         self.fs.setWriteChecksum(False)  # no .crc files beside summary.json
 

@@ -11,7 +11,7 @@ import socket
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark import RDD, SparkContext
@@ -57,7 +57,7 @@ def executor_host() -> str:
 
 def _addresses(name: str) -> set[str]:
     try:
-        return {info[4][0] for info in socket.getaddrinfo(name, None)}
+        return {str(info[4][0]) for info in socket.getaddrinfo(name, None)}
     except (OSError, UnicodeError):
         return set()
 
@@ -85,10 +85,23 @@ def _this_machine(name: str) -> bool:
     return bool(_addresses(name) & (_addresses(socket.gethostname()) | {"127.0.0.1", "::1"}))
 
 
+def is_local(sc: "SparkContext") -> bool:
+    """Whether the master is local (the driver's process runs the tasks)."""
+    return (sc.master or "").startswith("local")
+
+
+def gateway(sc: "SparkContext") -> Any:
+    """The JVM behind a live SparkContext (PySpark types it optional: None only once it is stopped)."""
+    jvm = sc._jvm
+    if jvm is None:
+        raise RuntimeError("the SparkContext is stopped")
+    return jvm
+
+
 def live_executor_hosts(sc: "SparkContext") -> list[str]:
     """The hosts of the live executors (Spark's status store; the driver left out unless the master is
     local: then the driver is the executor)."""
-    local = sc.master.startswith("local")
+    local = is_local(sc)
     hosts = set()
     it = sc._jsc.sc().statusStore().executorList(True).iterator()  # active ones only
     while it.hasNext():
@@ -101,7 +114,7 @@ def live_executor_hosts(sc: "SparkContext") -> list[str]:
 def resolve(sc: "SparkContext", asked: Sequence[str], wait: float = EXECUTOR_WAIT) -> dict[str, str | None]:
     """For each HOST asked, the host of a live executor there (None: there is none), waiting up to `wait`
     seconds for missing ones to register."""
-    local = sc.master.startswith("local")
+    local = is_local(sc)
     deadline = time.monotonic() + wait
     while True:
         hosts = live_executor_hosts(sc)
@@ -124,7 +137,7 @@ def located(sc: "SparkContext", items: Sequence[tuple[object, str | None]]) -> "
     from pyspark.serializers import CPickleSerializer
 
     serializer = CPickleSerializer()
-    jvm = sc._jvm
+    jvm = gateway(sc)
     convert = jvm.scala.jdk.javaapi.CollectionConverters
     pairs = jvm.java.util.ArrayList()
     for obj, host in items:

@@ -75,7 +75,8 @@ def _segment_sizes(target: Target) -> tuple[tuple[int, int], ...]:
         with os.scandir(target.path) as entries:
             for e in entries:
                 # Only names ending in .log can be segments: the test spares classifying every index file.
-                if e.name.endswith(".log") and (name := classify_file(e.name)).kind == FileKind.LOG:
+                if e.name.endswith(".log") and (name := classify_file(e.name)).kind == FileKind.LOG \
+                        and name.base_offset is not None:
                     sizes.append((name.base_offset, _size(e)))
     except OSError:
         return ()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pickle
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from logtool.checks.logdir import LogDirReport
 from logtool.checks.engine import check_against_log_dir
@@ -22,7 +22,7 @@ from logtool.spark.task import Checked, Settings, check_unit, merge
 if TYPE_CHECKING:
     from pyspark import Accumulator, Broadcast
 
-LogDirs = "Broadcast[dict[str, LogDirReport]]"
+LogDirs: TypeAlias = "Broadcast[dict[str, LogDirReport]]"
 
 
 def unit_rows(settings: Settings, log_dirs: LogDirs, checked: "Accumulator[int]", unit: Unit) -> Iterator[tuple]:
@@ -81,8 +81,8 @@ def _judged(c: Checked) -> Judged:
     return judge(c.report, c.item.target.path)
 
 
-def blob(row) -> object:
-    """The Python value a PIECE or TALLY row carries."""
+def blob(row: Any) -> Any:
+    """The Python value a row of a blob kind (rows.PIECE, TALLY, JUDGED, MISPLACED) carries."""
     return pickle.loads(row.blob)
 
 

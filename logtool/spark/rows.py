@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Iterable
+from typing import Any
 
-from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DoubleType, IntegerType, LongType, StringType,
-                               StructField, StructType, TimestampType)
+from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, DoubleType, IntegerType, LongType,
+                               StringType, StructField, StructType, TimestampType)
 
 from logtool.checks.logdir import LogDirReport
 from logtool.findings import Finding, Severity
@@ -15,7 +16,7 @@ from logtool.spark.listing import Listing
 from logtool.spark.task import Checked
 
 
-def _schema(*fields: tuple[str, object]) -> StructType:
+def _schema(*fields: tuple[str, DataType]) -> StructType:
     return StructType([StructField(name, kind, True) for name, kind in fields])
 
 
@@ -46,8 +47,8 @@ PARTITIONS = _schema(
     ("recovery_valid_records_dropped", L), ("log_end_offset_after", L), ("recovery_not_worked_out", S))
 
 BATCHES = _schema(
-    ("cluster_id", S), ("log_dir", S), ("topic", S), ("partition", I), ("base_offset", L), ("last_offset", L), ("crc", L),
-    ("leader_epoch", I))
+    ("cluster_id", S), ("log_dir", S), ("topic", S), ("partition", I), ("base_offset", L), ("last_offset", L),
+    ("crc", L), ("leader_epoch", I))
 
 # What the check tasks send back, one kind of row each (a row of one of the tables above, or a pickled Python
 # value), so that all of it is computed once and cached in the JVM, and every table is a filter of it.
@@ -121,7 +122,7 @@ def timestamp(ms: int | None) -> datetime.datetime | None:
     if ms is None or ms < 0:
         return None
     try:
-        return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc)
+        return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC)
     except (OverflowError, OSError, ValueError):
         return None
 
@@ -156,12 +157,12 @@ def _judged_columns(judged: Judged | None) -> tuple:
             judged.not_worked_out.why if judged and judged.not_worked_out else None)
 
 
-def verdict_row(verdict: dict) -> tuple:
+def verdict_row(verdict: dict[str, Any]) -> tuple[Any, ...]:
     """A row of the verdicts table from a verdict's dict (`Verdict.to_dict` and its host)."""
     return _struct(verdict, VERDICTS)
 
 
-def _struct(value: object, kind: object) -> object:
+def _struct(value: Any, kind: DataType) -> Any:
     """A dict's values as the tuple a struct of this schema takes, through arrays of them."""
     if isinstance(kind, ArrayType):
         return [_struct(v, kind.elementType) for v in value]

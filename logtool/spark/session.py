@@ -90,7 +90,8 @@ def start(master: str | None, conf: dict[str, str]) -> tuple["SparkSession", boo
         spark = SparkSession.builder.config(conf=spark_conf).getOrCreate()
     except (PySparkException, OSError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise SparkUnavailable(f"Spark did not start: {first} (Spark needs Java 17 or newer; this is {java()})") from None
+        raise SparkUnavailable(f"Spark did not start: {first} (Spark needs Java 17 or newer; this is {java()})") \
+            from None
     if submitted and "spark.log.level" not in conf:
         spark.sparkContext.setLogLevel("ERROR")  # spark-submit's JVM logged its start already; quiet from here on
     return spark, True

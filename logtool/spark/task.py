@@ -100,9 +100,14 @@ def item_not_audited(item: Sized, why: str) -> Checked:
     return Checked(item, item.pin.asked if item.pin else "-", rep, 0.0)
 
 
+def _first_offset(c: Checked) -> int:
+    assert c.item.piece is not None, "only pieces are merged"
+    return c.item.piece[0]
+
+
 def merge(pieces: Iterable[Checked], transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS) -> Checked:
     """The pieces of one split partition as one outcome, with the partition-level checks run once."""
-    ordered = sorted(pieces, key=lambda c: c.item.piece[0])
+    ordered = sorted(pieces, key=_first_offset)
     head = ordered[0].item
     whole = replace(head, piece=None, segments=tuple(s for c in ordered for s in c.item.segments))
     report = finish_pieces(head.target, [c.report for c in ordered], transaction_timeout_ms)
