@@ -1,10 +1,12 @@
-"""Shared test helpers: where the shared fixtures live, and how to run the installed command."""
+"""Shared test helpers: where the shared fixtures live, and how to run the installed command; the test tiers."""
 from __future__ import annotations
 
 import json
 import shutil
 import subprocess
 import sys
+import zlib
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -67,3 +69,53 @@ def case_copy(tmp_path):
         return dst
 
     return copy
+
+
+# ------------------------------------------------------------------------------------------------ test tiers
+# `make check` (before each commit) runs `-m "not slow and not spark and not cluster and not crash"`, and also
+# `not root` for a user other than root; `make test` (CI) runs everything. A marker says what a test needs or
+# costs, never what it checks. "Slow" is measured, not guessed: a case that took 0.5 s or more in a full run
+# (`pytest --durations=0`) on the 2-core development machine; a parametrized suite of cheaper cases whose sum is
+# large carries `sample(k)` instead.
+MARKERS = {
+    "slow": "a case of 0.5 s or more in a full run, or a parametrized case left out of its suite's sample; "
+            "`make check` leaves it out, `make test` runs it",
+    "spark": "starts a JVM: a local Spark session, spark-submit or `logtool audit`; given at collection to "
+             "every test that uses a Spark session fixture (COSTLY_FIXTURES)",
+    "cluster": "a real standalone Spark cluster (a master and workers as processes); also spark",
+    "crash": "fault injection into repairs (tmpfs and loop mounts, chattr, setpriv, signals at every step); "
+             "needs root",
+    "root": "needs root itself (mount, chattr, setpriv --bounding-set, chown to another user): `make check` "
+            "leaves it out for anyone else",
+    "sample(k)": "a parametrized suite of which the fast tier runs k cases, chosen by a stable hash of their "
+                 "ids (adding a case moves at most one other); its other cases are marked slow at collection",
+}
+# A test that uses one of these fixtures (directly or through another fixture) gets these markers: the fixture
+# starts something that costs its tests more than they cost themselves (test_docs.py's `site` builds the Sphinx
+# site, ~40 s).
+COSTLY_FIXTURES = {"spark": ("spark",), "local_spark": ("spark",), "cluster": ("spark", "cluster"), "site": ("slow",)}
+
+
+def pytest_configure(config):
+    known = {line.split(":")[0].strip() for line in config.getini("markers")}
+    for name, meaning in MARKERS.items():
+        if name.split("(")[0] not in known:
+            config.addinivalue_line("markers", f"{name}: {meaning}")
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects: the markers given here count
+def pytest_collection_modifyitems(config, items):
+    suites: dict[str, list[pytest.Item]] = defaultdict(list)
+    for item in items:
+        for fixture, names in COSTLY_FIXTURES.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                for name in names:
+                    item.add_marker(name)
+        if item.get_closest_marker("sample") is not None and hasattr(item, "callspec"):
+            suites[item.nodeid.split("[")[0]].append(item)
+    for cases in suites.values():
+        (k,) = cases[0].get_closest_marker("sample").args
+        kept = set(sorted(cases, key=lambda c: zlib.crc32(c.callspec.id.encode()))[:k])
+        for case in cases:
+            if case not in kept:
+                case.add_marker(pytest.mark.slow)

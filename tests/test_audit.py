@@ -395,6 +395,7 @@ def test_the_command_prints_the_summary(spark, fleet, tmp_path, capsys):
     assert "Traceback" not in text and (tmp_path / "out" / "summary.json").exists()
 
 
+@pytest.mark.slow
 def test_usage_errors_stop_before_spark(fleet, tmp_path):
     log_dir = fleet.written.log_dirs[0]
     p = run_logtool("audit", str(log_dir), "--output", str(log_dir / "audit"))
@@ -418,6 +419,7 @@ def test_without_java_one_line(tmp_path):
     assert p.returncode == 8 and len(p.stderr.strip().splitlines()) == 1 and "Java" in p.stderr
 
 
+@pytest.mark.spark
 def test_executors_without_logtool_s_dependencies_fail_in_one_line(tmp_path):
     """A Python on the executors that lacks what the checks import (PYSPARK_PYTHON pointing elsewhere): one
     tiny job before the audit says what is missing where, instead of four failed attempts per task."""

@@ -6,6 +6,7 @@ import struct
 import subprocess
 import sys
 
+import pytest
 from click.testing import CliRunner
 
 from conftest import ROOT, kafka_case, run_logtool
@@ -49,6 +50,7 @@ def test_deep_counts_records():
     assert sum(s["records"] for s in doc["partitions"][0]["segments"]) == 449
 
 
+@pytest.mark.slow
 def test_damaged_partition_exits_4_and_names_the_damage():
     rc, doc = verify_json(str(kafka_case("corrupt-torn-tail")))
     assert rc == 4
@@ -65,6 +67,7 @@ def test_text_output_is_readable():
     assert "Traceback" not in p.stderr
 
 
+@pytest.mark.slow
 def test_fail_on_error_ignores_warnings(case_copy):
     part = case_copy("v2-none-mixed")
     (part / "00000000000000000094.index").unlink()  # a warning: the broker rebuilds it at load
@@ -79,6 +82,7 @@ def test_jsonl_one_object_per_partition():
     assert rows[-1]["type"] == "summary" and rows[-1]["partitions"] == 2 and rows[-1]["exit_code"] == 0
 
 
+@pytest.mark.slow
 def test_single_segment_file():
     rc, doc = verify_json(str(kafka_case("corrupt-zero-tail") / "00000000000000000695.log"))
     assert rc == 4
@@ -98,12 +102,14 @@ def test_non_kafka_directory_is_operational_error(tmp_path):
     assert p.returncode == 8 and "not a Kafka" in p.stderr
 
 
+@pytest.mark.slow
 def test_usage_errors_exit_16():
     assert run_logtool("verify").returncode == 16
     assert run_logtool("verify", "--no-such-option", "x").returncode == 16
     assert run_logtool("verify", "--explain", "NOPE").returncode == 16
 
 
+@pytest.mark.slow
 def test_explain_prints_meaning_and_remedy():
     p = run_logtool("verify", "--explain", "TORN_BATCH")
     assert p.returncode == 0 and "LT102" in p.stdout and "Remedy" in p.stdout

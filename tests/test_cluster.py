@@ -22,6 +22,8 @@ from fixtures.fleet import TopicSpec, write_fleet
 from logtool.spark.session import start
 from logtool.store.layout import parse_partition_dir
 
+pytestmark = [pytest.mark.spark, pytest.mark.cluster]
+
 WORKERS = ("127.0.0.2", "127.0.0.3")
 SPARK_HOME = Path(__import__("pyspark").__file__).parent
 TOPICS = [TopicSpec("orders", 10, 1500, segment_bytes=500), TopicSpec("clicks", 6, 1200)]

@@ -61,6 +61,7 @@ def run(tree: Path, command: str, situation: str, *extra: str) -> subprocess.Com
                           capture_output=True, text=True, env=env, timeout=120)
 
 
+@pytest.mark.sample(1)
 @pytest.mark.parametrize("command", COMMANDS)
 def test_exit_codes(tree, command):
     got = tuple(run(tree, command, s).returncode for s in SITUATIONS)
@@ -77,6 +78,7 @@ def _parsed(stdout: str, fmt: str) -> tuple[list[dict], dict]:
     return rows, rows[-1]
 
 
+@pytest.mark.sample(5)
 @pytest.mark.parametrize("command,fmt", [(c, f) for c, fs in COMMANDS.items() for f in fs])
 @pytest.mark.parametrize("situation", ["damaged-0", "missing-0", "unreadable-0", "not-kafka", "--bogus"])
 def test_machine_formats_carry_every_error(tree, command, fmt, situation):
@@ -89,6 +91,7 @@ def test_machine_formats_carry_every_error(tree, command, fmt, situation):
             assert any(r.get("type") == "error" for r in rows)
 
 
+@pytest.mark.slow
 def test_find_out_of_range_is_an_error_object():
     p = subprocess.run([sys.executable, str(DENYING), "find", "--format", "json", "--offset", "99999",
                         str(kafka_case("v2-lz4"))], capture_output=True, text=True, timeout=120)
@@ -96,6 +99,7 @@ def test_find_out_of_range_is_an_error_object():
     assert p.returncode == 4 and doc["type"] == "error" and doc["exit_code"] == 4 and "99999" in doc["message"]
 
 
+@pytest.mark.slow
 def test_jsonl_rows_say_what_they_are_and_end_with_the_summary(tree):
     missing = tree / "missing-0"
     p = run(tree, "verify", "clean-0", "--format", "jsonl", str(missing), str(tree))

@@ -513,6 +513,7 @@ def test_negative_leader_epoch_fails_the_load(tmp_path):
 
 # ------------------------------------------------------------------------ end to end, CLI
 
+@pytest.mark.slow
 def test_verify_and_scan_report_directory_findings(tmp_path):
     root, w = log_dir(tmp_path)
     set_entry(root, HW, ("events", 0), w["events-0"].log_end_offset + 2)
@@ -577,6 +578,7 @@ def _subject(log_dir: str, where: str, f: dict) -> str:
     return partition or f["file"]
 
 
+@pytest.mark.sample(3)
 @pytest.mark.parametrize("log_dir", sorted(set(DESCRIBED) | set(UNLISTED_ANOMALIES)))
 def test_anomalies_sources_lists_are_found(log_dir):
     _rc, report = verify_json(log_dir)

@@ -181,6 +181,7 @@ def test_man_pages_render_at_80_columns(page):
 # README.md
 
 
+@pytest.mark.slow
 def test_readme_examples_are_what_the_commands_print():
     text = README.read_text()
     assert readme.BLOCK.search(text), "README.md has no example run blocks"

@@ -79,6 +79,7 @@ def test_generated_logs_match_kafka_python(tmp_path, lib, magic, codec):
     assert records_of(out) == theirs
 
 
+@pytest.mark.sample(4)
 @pytest.mark.parametrize("target", TARGETS)
 def test_real_logs_match_kafka_python(target):
     for part in partition_dirs(target):
@@ -97,6 +98,7 @@ def offsets(*args: str) -> list[int]:
     return [o["offset"] for o in objects(out) if o["type"] == "record"]
 
 
+@pytest.mark.sample(2)
 @pytest.mark.parametrize("case", ["v2-compacted", "v2-mixed-codecs", "v1-gzip", "v0-snappy", "v2-idempotent-txn"])
 def test_offset_ranges(case):
     """Every start and end around batch edges, inside compressed batches, in compaction gaps, across
@@ -452,6 +454,7 @@ def test_json_decoder_embeds_values(tmp_path):
 
 # ----------------------------------------------------------------------------------- the command
 
+@pytest.mark.slow
 def test_usage_and_operational_errors(tmp_path):
     part = str(kafka_case("v2-none-mixed"))
     assert run_logtool("dump", part, "--value-decoder", "nope").returncode == 16
@@ -463,6 +466,7 @@ def test_usage_and_operational_errors(tmp_path):
     assert run_logtool("dump", str(tmp_path / "x.txt")).returncode == 8
 
 
+@pytest.mark.slow
 def test_head_in_a_shell_pipeline(tmp_path):
     """`dump | head -1` ends as soon as head does, quietly, with exit 0 (the pipe fills long before the end)."""
     s = g.BatchSpec(batches=400, records_per_batch=50, seed=3)
@@ -515,12 +519,14 @@ def dump_bytes(tmp: Path, data: bytes) -> set[int]:
     return {e.view.position for e in events if isinstance(e, BatchRead)}
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.binary(max_size=4096))
 def test_random_bytes_never_raise(tmp_path, data):
     dump_bytes(tmp_path, data)  # asserts inside: every byte is read or reported
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(src=st.sampled_from(SOURCES), where=st.floats(0, 1), bit=st.integers(0, 7), cut=st.floats(0.5, 1))
 def test_damaged_kafka_segments_never_raise(tmp_path, src, where, bit, cut):
@@ -556,6 +562,7 @@ def test_a_large_value_in_pieces_is_the_same_json_as_whole(name):
     assert "".join(decoder.text_pieces(value)) == decoder.text(value)
 
 
+@pytest.mark.slow
 def test_a_record_with_a_large_value_streams_within_bounded_memory(tmp_path):
     from kafka.record.default_records import DefaultRecordBatchBuilder
     builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=-1,

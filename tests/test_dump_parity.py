@@ -39,6 +39,15 @@ def _cases(modes=("dump",)) -> list[tuple[Path, Path, str, str]]:
     return out
 
 
+def _ids(cases: list[tuple]) -> list[str]:
+    """Each case's id: the dumped file's path under ../shared/fixtures, then `:mode` where the mode is not
+    the plain dump, e.g. `kafka-written/corrupt-torn-tail/orders-0/00000000000000000000.log:deep`. Stable (a new
+    fixture shifts no other case's id) and unique, so pytest adds no positional suffix."""
+    ids = [str(c[1].relative_to(SHARED)) + (f":{c[3]}" if len(c) > 3 else "") for c in cases]
+    assert len(set(ids)) == len(ids), "two cases with one id"
+    return ids
+
+
 CASES = [c[:3] for c in _cases()]
 INDEX_MODES = {"sanity": "--index-sanity-check", "verify": "--verify-index-only"}
 INDEX_CASES = _cases(tuple(INDEX_MODES))
@@ -64,7 +73,7 @@ def test_every_kind_is_covered():
     assert len(CASES) > 500
 
 
-@pytest.mark.parametrize("folder,path,name", CASES, ids=[f"{f.parent.name}/{n}" for f, _, n in CASES])
+@pytest.mark.parametrize("folder,path,name", CASES, ids=_ids(CASES))
 def test_side_file_text_is_kafkas(folder, path, name):
     d = file_dump.dump_file(path)
     d.path = Path(name)  # as Kafka's was run: the bare name inside the partition dir
@@ -73,8 +82,7 @@ def test_side_file_text_is_kafkas(folder, path, name):
     assert _same(got, want, sha)
 
 
-@pytest.mark.parametrize("folder,path,name,mode", INDEX_CASES,
-                         ids=[f"{f.parent.name}/{n}:{m}" for f, _, n, m in INDEX_CASES])
+@pytest.mark.parametrize("folder,path,name,mode", INDEX_CASES, ids=_ids(INDEX_CASES))
 def test_index_check_flags_are_kafkas(folder, path, name, mode):
     d = file_dump.dump_file(path, mode)
     d.path = Path(name)
@@ -82,7 +90,8 @@ def test_index_check_flags_are_kafkas(folder, path, name, mode):
     assert _same(got, *_kafka_stdout(folder, name, mode))
 
 
-@pytest.mark.parametrize("folder,path,name,mode", LOG_CASES, ids=[f"{f.parent.name}/{n}:{m}" for f, _, n, m in LOG_CASES])
+@pytest.mark.sample(100)
+@pytest.mark.parametrize("folder,path,name,mode", LOG_CASES, ids=_ids(LOG_CASES))
 def test_log_text_is_kafkas(folder, path, name, mode, monkeypatch):
     monkeypatch.chdir(path.parent)
     r = CliRunner().invoke(cli, ["dump", name, *LOG_FLAGS[mode]], catch_exceptions=False)

@@ -46,6 +46,7 @@ def _apply(pdir, q, stop_at: int | None = None) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, env=env, timeout=120)
 
 
+@pytest.mark.slow
 def test_excise_keeps_every_valid_batch_and_restores(tmp_path):
     pdir = _damaged_copy(tmp_path)
     original = _tree(pdir)
@@ -69,6 +70,7 @@ def test_excise_keeps_every_valid_batch_and_restores(tmp_path):
     assert _tree(pdir) == original
 
 
+@pytest.mark.slow
 def test_excise_killed_at_every_step_resumes_and_restores(tmp_path):
     reference = _damaged_copy(tmp_path / "ref")
     assert _apply(reference, tmp_path / "ref" / "q").returncode == 1

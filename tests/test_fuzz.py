@@ -45,6 +45,7 @@ def warm():
     return harness.all_pairs()
 
 
+@pytest.mark.slow
 def test_seeds_cover_every_kind(warm):
     kinds = set(seeds.kinds())
     for k in ("index", "timeindex", "txnindex", "snapshot", "leader-epoch-checkpoint", "partition.metadata",
@@ -68,6 +69,7 @@ def test_inputs_are_reproducible(tmp_path, warm):
             assert [x.replace(str(a), "") for x in sa.argv] == [x.replace(str(b), "") for x in sb.argv]
 
 
+@pytest.mark.slow
 def test_fixed_seed_slice_has_no_defects(tmp_path, warm):
     """Every (file kind x target) pair twice over: no traceback, hang, crash, memory blow-up, bad exit code."""
     n = 2 * len(warm)
@@ -80,6 +82,7 @@ def test_fixed_seed_slice_has_no_defects(tmp_path, warm):
         "\n".join(_describe(v) for v in defects)
 
 
+@pytest.mark.sample(2)
 @pytest.mark.parametrize("seed,index", REGRESSIONS, ids=[f"{s}:{i}" for s, i in REGRESSIONS])
 def test_fuzz_regression(tmp_path, warm, seed, index):
     """A defect `make fuzz` found, as its reproducer: the same input must now give a finding or a one-line error."""
@@ -157,12 +160,14 @@ def _one(tmp_path, target: str, kind: str = "log.v2.none", **kw) -> harness.Verd
     ("test:raise", "traceback"), ("test:internal-error", "traceback"), ("test:segfault", "signal"),
     ("test:bad-exit", "exit-code"), ("test:write", "wrote"), ("test:past-cap", "memory"), ("test:1gb", "memory"),
 ])
+@pytest.mark.sample(2)
 def test_harness_detects(tmp_path, warm, extra_targets, target, expected):
     v = _one(tmp_path, target)
     assert expected in v.defects, (v.defects, v.symptom, v.detail[-2000:])
     assert v.spec.get("mutations"), "the reproducer records the mutations"
 
 
+@pytest.mark.slow
 def test_harness_detects_a_hang(tmp_path, warm, extra_targets):
     t = time.monotonic()
     v = _one(tmp_path, "test:sleep", limits={"test:sleep": 1.0})
@@ -170,6 +175,7 @@ def test_harness_detects_a_hang(tmp_path, warm, extra_targets):
     assert time.monotonic() - t < 20, "the hung worker was killed at its limit"
 
 
+@pytest.mark.slow
 def test_harness_measures_peak_rss(tmp_path, warm, extra_targets):
     v = _one(tmp_path, "test:1gb")
     assert v.peak_rss >= 1 << 30, v.peak_rss
@@ -178,6 +184,7 @@ def test_harness_measures_peak_rss(tmp_path, warm, extra_targets):
     assert fine.defects == [] and fine.peak_rss - fine.rss_start < harness.RSS_LIMIT, (fine.defects, fine.peak_rss)
 
 
+@pytest.mark.slow
 def test_harness_sees_an_internal_error_of_the_cli(tmp_path, warm, monkeypatch):
     """A bug deep in a command: with the real `scan` command and a broken check, the CLI path reports it."""
     import logtool.commands.scan as scan
@@ -191,6 +198,7 @@ def test_harness_sees_an_internal_error_of_the_cli(tmp_path, warm, monkeypatch):
     assert "KeyError" in v.symptom
 
 
+@pytest.mark.slow
 def test_harness_passes_a_clean_command(tmp_path, warm):
     v = _one(tmp_path, "verify")
     assert v.defects == [] and v.exit in (0, 4), (v.defects, v.symptom, v.exit)

@@ -51,6 +51,7 @@ def verify(*args: str) -> tuple[int, dict]:
     return p.returncode, json.loads(p.stdout)
 
 
+@pytest.mark.sample(6)
 @pytest.mark.parametrize("lib,magic,codec", MATRIX)
 def test_verify_agrees_with_kafka_python(tmp_path, lib, magic, codec):
     part = write(tmp_path, spec(lib, magic, codec))
@@ -86,6 +87,7 @@ def test_verify_agrees_with_kafka_python(tmp_path, lib, magic, codec):
     assert ours == theirs
 
 
+@pytest.mark.slow
 def test_large_values_and_idempotent_batches(tmp_path):
     s = g.BatchSpec(library="aiokafka", magic=2, codec="lz4", batches=3, records_per_batch=3,
                     large_value_every=4, producer=g.Producer(42, 1, 100, transactional=True))
@@ -112,6 +114,7 @@ def test_bit_flip_in_payload_is_a_crc_mismatch_at_that_batch(tmp_path, magic):
     assert [f["name"] for f in seg["findings"] if f["position"] == victim.position] == ["CRC_MISMATCH"]
 
 
+@pytest.mark.slow
 def test_torn_and_zero_tails(tmp_path):
     part = write(tmp_path, spec("aiokafka", 2, "zstd"))
     log = _last_log(part)
@@ -128,6 +131,7 @@ def test_torn_and_zero_tails(tmp_path):
     assert seg["valid_bytes"] == kept and any(f["name"] == "PREALLOCATED_TAIL" for f in seg["findings"])
 
 
+@pytest.mark.slow
 def test_deep_finds_damage_the_crc_cannot(tmp_path):
     """A batch whose records are broken but whose CRC was recomputed: only --deep sees it."""
     from logtool.format.crc import crc32c

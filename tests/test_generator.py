@@ -386,6 +386,7 @@ def test_committed_sample_clicks_damage() -> None:
 # --- big files ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("codec", ["none", "zstd"])
 def test_big_file(tmp_path: Path, codec: str) -> None:
     target = 3_000_000

@@ -51,6 +51,7 @@ def _findings(stdout: str) -> list[dict]:
 SIDE_FILES = ["leader-epoch-checkpoint", "partition.metadata", "00000000000000000160.snapshot"]
 
 
+@pytest.mark.sample(1)
 @pytest.mark.parametrize("name", SIDE_FILES + ["00000000000000000090.index", "00000000000000000090.timeindex"])
 def test_a_fifo_in_place_of_a_file_is_reported_not_waited_on(part, name):
     (part / name).unlink(missing_ok=True)
@@ -84,6 +85,7 @@ def test_a_sparse_side_file_of_gigabytes_is_a_finding_not_a_read(part, name):
     assert [f["name"] for f in hit] == ["SIDE_FILE_TOO_LARGE"]
 
 
+@pytest.mark.sample(1)
 @pytest.mark.parametrize("suffix", [".index", ".timeindex", ".txnindex"])
 def test_a_sparse_index_of_gigabytes_is_read_through_the_mapping(part, suffix):
     with open(part / f"00000000000000000090{suffix}", "wb") as f:
@@ -93,6 +95,7 @@ def test_a_sparse_index_of_gigabytes_is_read_through_the_mapping(part, suffix):
         assert p.returncode == 4 and "Traceback" not in p.stderr and "MemoryError" not in p.stderr, (args, p.stderr)
 
 
+@pytest.mark.slow
 def test_index_rebuild_refuses_offsets_no_index_can_hold(tmp_path):
     """A batch 2^31+ offsets past its segment's base: Kafka splits the segment at load; no index is written."""
     part = tmp_path / "big-0"
@@ -112,6 +115,7 @@ def test_index_rebuild_refuses_offsets_no_index_can_hold(tmp_path):
     assert "OFFSET_OVERFLOW" in {f["name"] for f in _findings(v.stdout)}
 
 
+@pytest.mark.slow
 def test_the_memory_measure_is_real():
     """The peak these tests read does see a process that holds 400 MB."""
     with pytest.raises(AssertionError, match="peak RSS"):
@@ -125,6 +129,7 @@ def _holds_400mb():
     assert int(p.stdout) < RSS_LIMIT_MB * 1024, f"peak RSS {int(p.stdout) // 1024} MB"
 
 
+@pytest.mark.slow
 def test_a_partition_without_segments_is_reported_and_its_lost_records_named(tmp_path):
     """Kafka starts such a partition empty at its log start; the checkpoints say it held offsets 0..239."""
     shutil.copytree(ROOT / "fixtures" / "sample-logdir", tmp_path / "ld")
@@ -171,6 +176,7 @@ def _v2_bad_records_bomb(records: int) -> bytes:
     return struct.pack(">qi", 0, length) + header_tail + struct.pack(">I", crc) + body
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bomb", [lambda: _legacy_gzip_bomb(1_000_000), lambda: _v2_bad_records_bomb(1_000_000)],
                          ids=["legacy-wrapper-of-a-million-messages", "v2-batch-of-a-million-bad-records"])
 def test_bombs_stay_within_memory_and_time(tmp_path, bomb):

@@ -78,6 +78,7 @@ def _run_without_terminal(argv: list[str]) -> tuple[int, bytes]:
     return p.returncode, p.stdout
 
 
+@pytest.mark.sample(2)
 @pytest.mark.parametrize("stdout", ["file", "pipe"])
 @pytest.mark.parametrize("command,jsonl", [(["dump", "--format", "jsonl"], True), (["dump"], False),
                                            (["dump", "--print-data"], False), (["verify", "--format", "jsonl"], True)],
@@ -98,9 +99,10 @@ def test_records_reach_stdout_whatever_the_terminal_shows(partition, tmp_path, c
     assert b"baseOffset" not in terminal and b'"type"' not in terminal  # no record went to the terminal
 
 
+@pytest.mark.spark
 def test_the_audit_summary_reaches_stdout_at_a_terminal(partition, tmp_path):
-    """The audit's progress line (Spark tasks) shows on the terminal; its summary is in the file, the same
-    document as without a terminal but for the seconds it took and where its tables went."""
+    """The audit's progress line shows on the terminal; its summary is in the file, the same document as
+    without a terminal but for the seconds it took, where its tables went and which audit it was."""
     def argv(out: str) -> list[str]:
         return [str(LOGTOOL), "audit", str(partition), "-o", str(tmp_path / out), "--master", "local[1]",
                 "--format", "json"]
@@ -110,7 +112,7 @@ def test_the_audit_summary_reaches_stdout_at_a_terminal(partition, tmp_path):
 
     def same_part(doc: bytes) -> dict:
         d = json.loads(doc)
-        return {k: v for k, v in d.items() if k not in ("seconds", "output")}
+        return {k: v for k, v in d.items() if k not in ("seconds", "output", "audit_id", "audited_at")}
 
     assert terminal and rc == want_rc == 4 and same_part(out) == same_part(want)
 
@@ -143,6 +145,7 @@ def big_index(tmp_path_factory) -> Path:
     return part
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["00000000000000000000.index", "00000000000000000000.timeindex"])
 def test_side_file_dump_memory_stays_flat(big_index, name):
     """Entries stream: the whole index was a list before anything printed (1.2 GB for 10 million entries),
@@ -152,6 +155,7 @@ def test_side_file_dump_memory_stays_flat(big_index, name):
     assert rss < RSS_LIMIT_KB, f"peak RSS {rss // 1024} MB"
 
 
+@pytest.mark.slow
 def test_side_file_json_is_the_indented_document_written_an_entry_at_a_time(tmp_path):
     """`--format json` of an index writes, an entry at a time, the document json.dumps(indent=2) makes."""
     part = g.write_partition(tmp_path, "events", 0, g.build_batches(g.BatchSpec(batches=2, records_per_batch=1)),
@@ -209,6 +213,7 @@ def _lines_before(stdout: bytes, position: int) -> bytes:
     return stdout[: m.start()]
 
 
+@pytest.mark.sample(1)
 @pytest.mark.parametrize("magic", [0, 1])
 @pytest.mark.parametrize("flags", [[], ["--print-data"]], ids=["deep", "data"])
 def test_a_shrunk_compressed_wrapper_ends_the_text_where_kafkas_tool_throws(tmp_path, magic, flags):
@@ -232,6 +237,7 @@ def test_a_shrunk_compressed_wrapper_ends_the_text_where_kafkas_tool_throws(tmp_
         f"Found {len(log) - after} invalid bytes at the end of {LOG}\n".encode()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("magic", [0, 1])
 def test_a_shrunk_message_prints_its_sizes_as_kafkas_tool_reads_them(tmp_path, magic):
     """An uncompressed v0/v1 message is its own record: DumpLogSegments reads its key and value sizes from
@@ -261,6 +267,7 @@ def test_a_shrunk_message_prints_its_sizes_as_kafkas_tool_reads_them(tmp_path, m
     assert p.returncode == 4
 
 
+@pytest.mark.slow
 def test_a_timeindex_without_its_index_prints_no_entry(tmp_path):
     """DumpLogSegments opens the offset index beside a `.timeindex` before reading an entry; a missing one is
     created with a max index size of -1, which it refuses (Invalid max index size: -1). logtool printed
@@ -305,6 +312,7 @@ def _dump_no_dac(*args: str) -> subprocess.CompletedProcess:
                           timeout=300)
 
 
+@pytest.mark.root
 def test_an_unreadable_segment_is_reported_and_the_next_are_read(one_unreadable):
     """Exit 8, as the README promises for what could not be read: the job was not done whole. The
     segments after it are dumped (they were skipped: the dump stopped there)."""

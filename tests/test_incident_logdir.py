@@ -18,6 +18,7 @@ import signal
 import subprocess
 from pathlib import Path
 
+import pytest
 
 from conftest import LOGTOOL, ROOT
 from logtool.checks.engine import run_checks
@@ -65,6 +66,8 @@ def state(top: Path, mtimes: bool = True) -> dict[str, tuple]:
     return out
 
 
+@pytest.mark.slow
+@pytest.mark.root
 def test_the_plan_moves_a_refused_dir_and_a_tmp_leftover_and_restore_puts_them_back(tmp_path):
     log_dir, q = blocked_copy(tmp_path), tmp_path / "q"
     before = state(log_dir)
@@ -89,6 +92,8 @@ def test_the_plan_moves_a_refused_dir_and_a_tmp_leftover_and_restore_puts_them_b
     assert state(log_dir) == before, "restore did not give back the log dir as it was"
 
 
+@pytest.mark.slow
+@pytest.mark.root
 def test_killed_at_every_step_a_rerun_finishes_and_restore_undoes(tmp_path):
     """The hook stops the process at the same step on every copy: one copy killed at k is finished by a rerun,
     another killed at the same k is undone by `restore` (owners, modes and mtimes too)."""
@@ -121,6 +126,7 @@ def test_killed_at_every_step_a_rerun_finishes_and_restore_undoes(tmp_path):
     assert killed >= 5
 
 
+@pytest.mark.root
 def test_the_verdict_names_every_reason_the_broker_would_not_start(tmp_path):
     log_dir = blocked_copy(tmp_path)
     (verdict,) = verdicts(run_checks([log_dir], False))
@@ -168,6 +174,7 @@ def two_log_dirs(root: Path) -> tuple[Path, Path]:
     return a, b
 
 
+@pytest.mark.slow
 def test_a_missing_meta_properties_is_rebuilt_from_the_other_log_dirs(tmp_path):
     from logtool.format.meta import meta_identity, properties
 
@@ -186,6 +193,7 @@ def test_a_missing_meta_properties_is_rebuilt_from_the_other_log_dirs(tmp_path):
     assert logtool("restore", run).returncode == 0 and not (b / "meta.properties").exists()
 
 
+@pytest.mark.slow
 def test_a_missing_meta_properties_with_no_answer_is_explained_not_guessed(tmp_path):
     _, b = two_log_dirs(tmp_path)
     plan = json.loads(logtool("truncate", "--format", "json", b).stdout)
@@ -195,6 +203,7 @@ def test_a_missing_meta_properties_with_no_answer_is_explained_not_guessed(tmp_p
     assert "meta.properties is missing and cannot be rebuilt" in logtool("truncate", b).stdout, "text says it too"
 
 
+@pytest.mark.slow
 def test_a_plan_of_only_log_dir_changes_is_not_called_nothing_to_repair(tmp_path):
     """A log dir whose partitions are whole but that holds a refused directory and two .tmp leftovers: the
     text names every file it moves and says there is something to do."""
@@ -211,6 +220,8 @@ def test_a_plan_of_only_log_dir_changes_is_not_called_nothing_to_repair(tmp_path
     assert "log-start-offset-checkpoint.tmp, recovery-point-offset-checkpoint.tmp" in text.stdout
 
 
+@pytest.mark.slow
+@pytest.mark.root
 def test_verify_prints_the_verdict_in_text_json_and_json_lines(tmp_path):
     log_dir = blocked_copy(tmp_path)
     text = logtool("verify", log_dir)

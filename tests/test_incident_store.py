@@ -70,6 +70,7 @@ def sparse(tmp_path) -> Path:
     return part
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pure", [False, True], ids=["kernel", "pure"])
 def test_a_file_larger_than_the_address_space_is_walked(sparse, pure):
     p = run("verify", "--format", "json", str(sparse), limit=AS_LIMIT, pure=pure)
@@ -80,6 +81,7 @@ def test_a_file_larger_than_the_address_space_is_walked(sparse, pure):
     assert found["PREALLOCATED_TAIL"]["message"].startswith(f"{3 << 30} zero bytes after the last batch")
 
 
+@pytest.mark.sample(1)
 @pytest.mark.parametrize("pure", [False, True], ids=["kernel", "pure"])
 @pytest.mark.parametrize("args", [["scan"], ["index", "verify"], ["index", "rebuild"], ["dump"],
                                   ["find", "--offset", "5"], ["txn"], ["truncate"]], ids=" ".join)
@@ -204,6 +206,7 @@ def test_scan_text_names_the_unreadable_segment(denied_segment):
 SCAN_RSS_LIMIT_MB = 300
 
 
+@pytest.mark.slow
 def test_scan_of_100000_partitions_stays_under_300_mb(tmp_path):
     log_dir = tmp_path / "ld"
     log_dir.mkdir()
@@ -228,6 +231,7 @@ def _commands(path: Path, tmp: Path) -> list[list[str]]:
             ["report", p], ["restore", p]]
 
 
+@pytest.mark.slow
 def test_an_unreadable_path_is_an_operational_error_for_every_command(tmp_path):
     denied = tmp_path / "orders-0"
     shutil.copytree(kafka_case("v2-none-mixed"), denied)

@@ -115,6 +115,7 @@ def test_commands_in_explain_are_never_split(tmp_path):
         assert any(c in line for line in lines), f"{c} is split across lines"
 
 
+@pytest.mark.slow
 def test_a_long_path_is_never_split_and_the_undo_command_is_a_line_of_its_own(tmp_path):
     deep = tmp_path / ("incident-" * 8) / "kafka-logs"
     shutil.copytree(SAMPLE, deep)
@@ -177,6 +178,7 @@ def test_a_name_that_is_not_utf8_is_an_escaped_string_in_json(command, fmt, not_
     assert any(_escaped_in(doc) for doc in docs)
 
 
+@pytest.mark.slow
 def test_a_repair_and_its_restore_of_a_name_that_is_not_utf8_print_every_line(not_utf8, tmp_path):
     q = tmp_path / "q"
     done = logtool("truncate", "--apply", "--quarantine", q, not_utf8, strict=True)
@@ -226,6 +228,7 @@ def test_index_rebuild_with_nothing_wrong_does_not_say_all_0(case_copy):
     assert "all 0" not in text and "no index file to rewrite" in text
 
 
+@pytest.mark.slow
 def test_a_partition_with_only_a_preallocated_tail_is_untrimmed_not_damaged(case_copy):
     pdir = case_copy("v2-crash-preallocated")
     assert logtool("verify", pdir).stdout.startswith(f"untrimmed {pdir}: ")

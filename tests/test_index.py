@@ -50,6 +50,7 @@ def test_broker_written_indexes_are_not_damage(case):
     assert p.returncode == 0, p.stdout
 
 
+@pytest.mark.slow
 def test_generated_indexes_round_trip(tmp_path):
     for i, (lib, magic, codec) in enumerate([("kafka-python", 2, "gzip"), ("aiokafka", 1, "snappy"), ("aiokafka", 0, "none")]):
         spec = g.BatchSpec(library=lib, magic=magic, codec=codec, batches=60, records_per_batch=5, value_bytes=(80, 300))
@@ -122,6 +123,7 @@ def test_txnindex_version_byte(case_copy):
     assert "TXNINDEX_CORRUPT" in p.stdout and p.returncode == 4
 
 
+@pytest.mark.slow
 def test_rebuild_apply_then_restore_is_byte_for_byte(case_copy, tmp_path_factory):
     part = case_copy("corrupt-index-wrong-positions")
     before = {f.name: f.read_bytes() for f in part.iterdir()}
@@ -145,6 +147,7 @@ def test_apply_needs_a_quarantine_outside_the_log_dir(case_copy):
     assert p.returncode == 8 and "outside the log dir" in p.stderr
 
 
+@pytest.mark.slow
 def test_apply_refuses_while_a_broker_holds_the_lock(case_copy, tmp_path_factory):
     part = case_copy("corrupt-index-wrong-positions")
     q = tmp_path_factory.mktemp("quarantine")
@@ -199,6 +202,7 @@ def _findings(doc: dict):
             yield from seg.get("findings", [])
 
 
+@pytest.mark.sample(4)
 @pytest.mark.parametrize("target", REAL_DIRS, ids=REAL_TARGETS)
 def test_rebuild_rewrites_only_what_index_verify_finds_wrong(target):
     """An index a broker built while appending can differ from the one recovery builds and still be right
@@ -212,6 +216,7 @@ def test_rebuild_rewrites_only_what_index_verify_finds_wrong(target):
         assert pending == []
 
 
+@pytest.mark.slow
 def test_force_rewrites_what_differs_from_recovery():
     part = kafka_case("v1-none")
     assert run_logtool("index", "verify", str(part)).returncode == 0

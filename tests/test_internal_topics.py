@@ -204,6 +204,7 @@ def snapshots() -> list[Path]:
                   if p.name == "bootstrap.checkpoint" or p.parent.name == "__cluster_metadata-0")
 
 
+@pytest.mark.slow
 def test_every_real_metadata_record_has_a_known_type_and_topic_ids_agree_with_partition_metadata():
     """The brokers' own metadata logs and snapshots: no unknown record type; every TopicRecord's id is the
     one the topic's partition.metadata files (written by the same broker) hold."""
@@ -241,6 +242,7 @@ def test_every_real_metadata_record_has_a_known_type_and_topic_ids_agree_with_pa
     assert {"apache__kafka" in p.parts for p, _ in errors} <= {True}, errors[:3]
 
 
+@pytest.mark.slow
 def test_every_real_consumer_offsets_and_transaction_state_record_decodes():
     decoded = 0
     for root in REAL_DIRS:
@@ -281,6 +283,7 @@ C string 1+ nullable=1+ default=null tag=1 tagged=1+
     assert schema.read(tagged, 1)[0] == {"a": 5, "c": "hi"}  # B holds its default: left out
 
 
+@pytest.mark.slow
 def test_decoders_never_raise_on_mutated_real_keys_and_values():
     """Seeded mutations of real internal-topic keys and values: each decoder gives text and JSON objects."""
     rng = random.Random(14)

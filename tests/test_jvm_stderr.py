@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 
+import pytest
+
 from conftest import LOGTOOL
 from logtool.spark.jvm_stderr import HELD_AT_MOST, StderrFilter
 
@@ -58,6 +60,7 @@ def test_lines_pass_byte_for_byte():
     assert passed(lines) == lines
 
 
+@pytest.mark.slow
 def test_a_java_that_fails_to_start_is_heard(tmp_path):
     java = tmp_path / "jdk" / "bin" / "java"
     java.parent.mkdir(parents=True)

@@ -139,6 +139,7 @@ def test_fixture_set_is_complete():
 
 # ------------------------------------------------------------------------- end to end: segment summary
 
+@pytest.mark.sample(6)
 @pytest.mark.parametrize("case", CASES)
 def test_verify_segments_match_kafka(case):
     exp = expected(case)

@@ -61,6 +61,7 @@ def _partition_dirs() -> list[Path]:
     return sorted({p.parent for root in roots for p in root.rglob("*.log")})
 
 
+@pytest.mark.slow
 def test_every_fixture_verifies_identically_on_both_paths(fast):
     dirs = _partition_dirs()
     assert len(dirs) > 500  # the real log dirs, Kafka's written cases and the sample
@@ -91,6 +92,7 @@ def _both_ways(tmp: Path, data: bytes) -> tuple[tuple, tuple]:
     return compiled, reference
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(src=st.sampled_from(SOURCES), edits=st.lists(st.tuples(st.floats(0, 1), st.integers(0, 255)), min_size=1,
                                                      max_size=4))
@@ -102,6 +104,7 @@ def test_mutated_segments_walk_and_check_identically(tmp_path, src, edits):
     assert compiled == reference
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(src=st.sampled_from(SOURCES), cut=st.floats(0, 1), tail=st.sampled_from([b"", b"\0" * 40, b"\xff" * 70]))
 def test_cut_and_padded_segments_walk_identically(tmp_path, src, cut, tail):
@@ -155,6 +158,7 @@ record_st = st.tuples(st.integers(-2, 20), st.integers(-5, 5), st.one_of(st.none
                                max_size=2))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(records=st.lists(record_st, max_size=8), base=st.sampled_from([0, 1000, 2**62, 2**63 - 8]),
        count=st.integers(-2, 2), last=st.integers(-2, 2), max_ts=st.integers(-3, 1),
@@ -306,6 +310,7 @@ def _dump_both_ways(*args) -> tuple[tuple, tuple]:
     return compiled, reference
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("form", DUMP_FORMS, ids=" ".join)
 def test_every_fixture_dumps_identically_on_both_paths(fast, form):
     dirs = _partition_dirs()
@@ -353,6 +358,7 @@ class _Spy:
         return result
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(records=st.lists(st.tuples(field_st, field_st,
                                   st.lists(st.tuples(st.text(max_size=4), field_st), max_size=2)), max_size=5),
@@ -495,6 +501,7 @@ def _through_lenses(base: int, runs: list[list[BatchView]], index: bytes) -> tup
     return state, [f.to_dict() for f in sink.done()]
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(case=_runs(), data=st.data())
 def test_lenses_sum_up_runs_exactly_as_they_walk_them(fast, case, data):

@@ -94,6 +94,7 @@ def test_a_split_pass_gives_the_one_thread_answer_and_the_pure_walk_s(fast, tmp_
         assert split == 1, n  # headers are read on past a wrong CRC: the pass holds the whole 6 MiB
 
 
+@pytest.mark.slow
 def test_a_wrong_crc_in_any_one_batch_stops_every_thread_count_there(fast):
     data = bytearray(SEGMENT)
     starts = [v.position for v in _frames(fast, SEGMENT, 1)[0]]
@@ -105,6 +106,7 @@ def test_a_wrong_crc_in_any_one_batch_stops_every_thread_count_there(fast):
         data[at + 100] ^= 0xFF
 
 
+@pytest.mark.slow
 def test_passes_after_the_first_are_split_too(fast, tmp_path):
     # Over 1,024 batches: more than one pass in one call, each split.
     data = b"".join(e.data for e in repeat_to_size(big_templates(), 20 << 20))
@@ -126,6 +128,7 @@ def test_a_walk_of_views_only_walks_as_one_that_reads_the_bytes(fast, tmp_path):
         assert both[0] == both[1]
 
 
+@pytest.mark.slow
 def test_a_walk_of_views_only_keeps_its_runs_to_a_few_thousand_views(fast, tmp_path):
     # 32 MiB of batches of a hundred bytes would be 300,000 views in one list.
     spec = BatchSpec(batches=40_000, records_per_batch=1, value_bytes=(10, 60), seed=5)

@@ -10,6 +10,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 import fixtures.generator as g
 from conftest import run_logtool
 
@@ -57,6 +59,7 @@ def _errors(doc: dict) -> list[dict]:
            [f for p in doc["partitions"] for f in p["findings"] if f["severity"] == "error"]
 
 
+@pytest.mark.slow
 def test_a_tail_being_written_by_a_running_broker_is_not_damage(tmp_path):
     log_dir, log, more = _partition(tmp_path)
     child = subprocess.Popen([sys.executable, "-c", APPENDER, str(log_dir), str(log), str(more)],
@@ -89,6 +92,7 @@ def test_the_same_torn_tail_without_a_broker_is_damage(tmp_path):
     assert [f["name"] for f in _errors(json.loads(p.stdout))] == ["TORN_BATCH"]
 
 
+@pytest.mark.slow
 def test_a_broker_holding_the_lock_with_a_torn_tail_that_does_not_change_is_damage(tmp_path):
     """Re-examined once: a tail that stays torn while the broker runs is damage (a crash of the writer)."""
     log_dir, log, more = _partition(tmp_path)

@@ -290,6 +290,7 @@ def test_a_dropped_guard_frees_its_slot(tmp_path):
     mm.close()
 
 
+@pytest.mark.slow
 def test_truncation_racing_reads_in_another_thread(tmp_path):
     """A thread cuts the file at a random byte while this one reads through it the way logtool does."""
     rng = random.Random(20240611)

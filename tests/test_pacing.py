@@ -79,6 +79,7 @@ def test_throttle_sleeps_exactly_what_the_rate_needs():
     assert t.slept == pytest.approx(2.0)
 
 
+@pytest.mark.slow
 def test_walk_is_paced_over_the_whole_task(big):
     part, log, _ = big
     t = FakeTime()
@@ -168,6 +169,7 @@ def test_walker_calls_back_every_so_many_bytes(big):
     assert all(b - a >= EVERY for a, b in zip([0, *seen], seen)) and all(p % PAGE == 0 for p in seen)
 
 
+@pytest.mark.slow
 def test_verify_options_change_no_finding(big):
     part, _, _ = big
     plain = run_logtool("verify", "--format", "json", str(part))

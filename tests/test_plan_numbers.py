@@ -106,6 +106,7 @@ KEYS = ["log_end_offset_as_written", "log_end_offset_after", "log_end_offset_kaf
 KAFKA_KEYS = ["log_end_offset_kafka_recovery", "valid_records_dropped_by_kafka", "records_kept_by_excise"]
 
 
+@pytest.mark.sample(1)
 @pytest.mark.parametrize("case,flags", CASES, ids=[f"{c}{''.join(f)}" for c, f in CASES])
 def test_plan_numbers_are_what_apply_moves(case, flags, case_copy, tmp_path_factory):
     pdir = writable_copy(case, case_copy)

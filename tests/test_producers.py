@@ -186,6 +186,7 @@ def test_a_snapshot_that_disagrees_with_the_log_it_summarises(tmp_path):
     assert f"producer {pid}: the snapshot says epoch {epoch}, last sequence {seq + 2}" in found(doc)[0][2]
 
 
+@pytest.mark.slow
 def test_real_brokers_logs_have_no_producer_warnings():
     """The brokers' own logs (idempotent producers are Kafka 3's default): no gap, repeat, older epoch,
     disagreeing snapshot or hanging transaction is read into them."""

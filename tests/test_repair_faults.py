@@ -62,7 +62,7 @@ from test_truncate import (EXIT_CLEAN, EXIT_OPERATIONAL, EXIT_REPAIRED, FIRST, K
                            Spec, deep_tree, differs, make_writable, parallel, runs, seg_name, sha, tree, wait_stopped)
 from test_truncate import reference, spec  # noqa: F401  the session fixtures: imported, pytest finds them here
 
-pytestmark = pytest.mark.crash
+pytestmark = [pytest.mark.crash, pytest.mark.root]
 
 PLANNED = "LOGTOOL_TEST_STOP_PLANNED"
 EXIT_TERM = 128 + signal.SIGTERM  # 143

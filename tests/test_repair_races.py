@@ -226,6 +226,7 @@ def test_an_index_rebuild_whose_segments_a_truncate_removed_meanwhile_is_refused
     assert runs(q) == runs_left
 
 
+@pytest.mark.slow
 def test_two_repairs_of_one_partition_started_together(spec, reference, tmp_path):
     """50 times, on fresh copies of first-segment-bitflip (several at once): two `truncate --apply` of the
     same partition into the same quarantine, started together. Exactly one writes (exit 1); the other is
@@ -284,6 +285,7 @@ def names_of(inode: tuple[int, int], top: Path) -> list[str]:
     return sorted(found)
 
 
+@pytest.mark.slow
 def test_hard_linked_files_are_never_written_through(spec, reference, tmp_path):
     """corrupt-torn-tail: the .log the repair cuts and the .timeindex it rewrites each have a second name
     outside the log dir (os.link). After `truncate --apply` (exit 1) the log dir is exactly the reference and
@@ -424,6 +426,7 @@ TAMPERED = {"name ../../victim.txt": name_dotdot, "name an absolute path": name_
             "stored file a symlink": stored_symlink}
 
 
+@pytest.mark.slow
 def test_restore_of_a_tampered_run_writes_nothing(spec, tmp_path):
     """corrupt-torn-tail, repaired (exit 1); then the run is edited in one of the ways above (each on its own
     copy, several at once). `restore RUN` (run from the copy's root) exits 8 with one `logtool: ` line, and
@@ -472,6 +475,7 @@ def lock_inode(log_dir: Path) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
+@pytest.mark.slow
 def test_lock_file_is_created_when_missing_and_never_removed_or_replaced(spec, tmp_path):
     """In a log dir without `.lock`, `truncate --apply` (corrupt-torn-tail) and `index rebuild --apply`
     (corrupt-index-wrong-positions) each leave a `.lock` there, and `restore` leaves it too, the same file.
@@ -515,6 +519,7 @@ def test_lock_file_is_created_when_missing_and_never_removed_or_replaced(spec, t
 
 # --------------------------------------------------------------------------------------------- 11. symlinked log dir
 
+@pytest.mark.slow
 def test_a_symlinked_log_dir_is_accepted(spec, reference, tmp_path):
     """`<root>/link -> <root>/logs`. `truncate --apply --quarantine Q <root>/link/<partition>`, and with the
     log dir PATH `<root>/link`, on corrupt-torn-tail: exit 1 and the partition is exactly the reference;

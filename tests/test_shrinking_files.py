@@ -86,6 +86,7 @@ def test_find(part, cut_when_mapped, capsys):
     assert rc == 4
 
 
+@pytest.mark.slow
 def test_cut_from_another_process_during_a_paced_verify(part):
     log = next(part.glob("*.log"))
     proc = subprocess.Popen([str(LOGTOOL), "verify", "--format", "json", "--max-read-rate", "25", str(part)],

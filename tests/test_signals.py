@@ -20,6 +20,7 @@ def slow_target(tmp_path_factory):
     return part
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig, code, words", [(signal.SIGINT, 8, "interrupted (SIGINT)"),
                                                (signal.SIGTERM, 143, "terminated (SIGTERM)")])
 def test_a_signal_ends_a_command_with_its_line(slow_target, sig, code, words):

@@ -337,6 +337,7 @@ def probe_lock(log_dir: Path, how: str) -> str:
 
 # --------------------------------------------------------------------------------------------- dry run
 
+@pytest.mark.sample(2)
 @pytest.mark.parametrize("case", DAMAGED + [CRASHED, FIRST] + CLEAN)
 def test_dry_run_prints_the_plan_and_changes_nothing(case, spec, tmp_path):
     s = spec(case)
@@ -392,6 +393,7 @@ def test_dry_run_text_names_the_cut(spec, tmp_path):
 
 # --------------------------------------------------------------------------------------------- apply and restore
 
+@pytest.mark.sample(1)
 @pytest.mark.parametrize("case", DAMAGED + [CRASHED, FIRST])
 def test_apply_keeps_what_kafka_keeps_and_restore_gives_back_every_byte(case, spec, tmp_path):
     s = spec(case)
@@ -462,6 +464,7 @@ def test_apply_keeps_what_kafka_keeps_and_restore_gives_back_every_byte(case, sp
     assert tree(pdir) == s.originals
 
 
+@pytest.mark.slow
 def test_restore_refuses_files_changed_since_the_repair_unless_forced(spec, tmp_path):
     s = spec("corrupt-torn-tail")
     pdir, q = fresh(s, tmp_path), tmp_path / "q"
@@ -547,6 +550,7 @@ def halfway(s: Spec, ref: dict[str, str], now: dict[str, str], label: str) -> li
     return [f"{label}: left half-changed: {sorted(torn)}"] if torn else []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", KILL_CASES)
 def test_killed_at_every_durable_step_resumes_or_restores(case, spec, reference, tmp_path):
     """k = 1, 2, 3, ... until a run completes: every k that kills is one kill point. The hook stops the
@@ -577,6 +581,7 @@ def count_kill_points(s: Spec, root: Path) -> int:
         k += 1
 
 
+@pytest.mark.slow
 def test_kill_points_cover_at_least_100_steps(spec, tmp_path):
     for case in KILL_CASES:  # counted here when the matrix above was deselected
         if case not in KILL_POINTS:
@@ -585,6 +590,7 @@ def test_kill_points_cover_at_least_100_steps(spec, tmp_path):
     assert sum(KILL_POINTS.values()) >= 100
 
 
+@pytest.mark.slow
 def test_killed_at_random_moments_resumes_or_restores(spec, reference, tmp_path):
     """Stopped at a seeded random step (SIGSTOP through the hook), let go, then SIGKILLed from here after a
     seeded random delay: the kill lands anywhere inside the steps that follow, not only between them. The
@@ -634,6 +640,7 @@ main(sys.argv[2:])
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["before-rename", "after-rename"])
 def test_killed_inside_a_file_replacement_resumes_and_restores(where, spec, reference, tmp_path):
     s, ref = spec("corrupt-torn-tail"), reference("corrupt-torn-tail")
@@ -654,6 +661,7 @@ def test_killed_inside_a_file_replacement_resumes_and_restores(where, spec, refe
     assert now == s.originals, f"restore leaves {sorted(set(now) ^ set(s.originals))}"
 
 
+@pytest.mark.slow
 def test_killed_run_given_by_relative_paths_is_finished_by_the_same_command(spec, reference, tmp_path):
     """The user's own words, `logtool truncate --apply --quarantine q logs/orders-0` from the same
     directory, killed right after the first segment was cut and run again: the journal must be found and
@@ -678,6 +686,7 @@ def test_killed_run_given_by_relative_paths_is_finished_by_the_same_command(spec
 
 # --------------------------------------------------------------------------------------------- the broker's lock
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["lockf", "flock"])
 def test_apply_refuses_while_the_log_dir_is_locked(how, spec, tmp_path):
     s = spec("corrupt-torn-tail")
@@ -693,6 +702,7 @@ def test_apply_refuses_while_the_log_dir_is_locked(how, spec, tmp_path):
     assert r.returncode == EXIT_REPAIRED, r.stderr
 
 
+@pytest.mark.slow
 def test_restore_refuses_while_the_log_dir_is_locked(spec, tmp_path):
     s = spec("corrupt-torn-tail")
     pdir, q = fresh(s, tmp_path), tmp_path / "q"
@@ -707,6 +717,7 @@ def test_restore_refuses_while_the_log_dir_is_locked(spec, tmp_path):
     assert tree(pdir) == s.originals
 
 
+@pytest.mark.slow
 def test_a_repair_holds_the_lock_while_it_runs(spec, reference, tmp_path):
     s = spec("corrupt-torn-tail")
     pdir, q = fresh(s, tmp_path), tmp_path / "q"
@@ -725,6 +736,8 @@ def test_a_repair_holds_the_lock_while_it_runs(spec, reference, tmp_path):
 
 # --------------------------------------------------------------------------------------------- owners and modes
 
+@pytest.mark.slow
+@pytest.mark.root
 def test_owner_group_mode_and_mtime_are_kept(spec, tmp_path):
     if os.geteuid() != 0:
         pytest.skip("needs root to chown")
@@ -752,6 +765,7 @@ def test_owner_group_mode_and_mtime_are_kept(spec, tmp_path):
 
 # --------------------------------------------------------------------------------------------- symlinks
 
+@pytest.mark.slow
 def test_symlinked_partition_dir_is_refused(spec, tmp_path):
     s = spec("corrupt-torn-tail")
     target = fresh(s, tmp_path / "elsewhere")
@@ -769,6 +783,7 @@ def test_symlinked_partition_dir_is_refused(spec, tmp_path):
     assert {p.name: p.stat().st_size for p in target.glob("*.log")} == s.kept_logs
 
 
+@pytest.mark.slow
 def test_symlinked_index_that_would_be_rebuilt_is_refused_before_any_write(spec, tmp_path):
     """corrupt-v1-bitflip: the plan cuts 00000000000000000272.log and rebuilds its indexes; its .timeindex is
     a symlink to a file outside the log dir."""

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -52,6 +53,7 @@ def test_random_bytes_never_raise(tmp_path, data):
     assert (walk.stop is None) == (walk.valid_bytes == len(data))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(src=st.sampled_from(SOURCES), cut=st.floats(0, 1))
 def test_truncations_end_on_a_batch_boundary(tmp_path, src, cut):
@@ -65,6 +67,7 @@ def test_truncations_end_on_a_batch_boundary(tmp_path, src, cut):
     assert walk.valid_bytes <= whole.valid_bytes
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(src=st.sampled_from(SOURCES), where=st.floats(0, 1), bit=st.integers(0, 7))
 def test_bit_flips_never_raise(tmp_path, src, where, bit):

@@ -28,6 +28,7 @@ def _statuses(log_dir) -> dict[str, str]:
     return {f"{p['topic']}-{p['partition']}": p["status"] for p in doc["partitions"]}
 
 
+@pytest.mark.sample(2)
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("log_dir", LOG_DIRS, ids=lambda d: d.parent.name)
 def test_scan_rows_keep_name_and_status_whole(log_dir, width):
@@ -44,6 +45,7 @@ def test_scan_rows_keep_name_and_status_whole(log_dir, width):
         assert "not shown at 60 columns:" in text
 
 
+@pytest.mark.sample(2)
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("log_dir", LOG_DIRS, ids=lambda d: d.parent.name)
 def test_verify_lines_keep_name_and_status_whole(log_dir, width):

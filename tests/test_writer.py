@@ -40,6 +40,8 @@ def _only_run(q: Path) -> Path:
     return runs[0]
 
 
+@pytest.mark.slow
+@pytest.mark.root
 def test_rebuild_and_restore_keep_owner_group_mode_and_mtime(pdir, tmp_path):
     if os.geteuid() != 0:
         pytest.skip("needs root to chown")

@@ -233,7 +233,8 @@ def _check(spark: SparkSession, units: list[Unit], settings: Settings, dirs: Bro
             lost = [item_not_audited(item, why) for item, why in gone]
             rounds.append(spark.createDataFrame(list(checked_rows(dirs.value, lost)), TAGGED))
         pending = [Unit((item,), weight(item), _sized_pin(item).executor) for item in again]
-    checked = reduce(DataFrame.unionByName, rounds)
+    # No unit at all (no PATH could be listed): an empty table, whose rows are the listing's findings only.
+    checked = reduce(DataFrame.unionByName, rounds) if rounds else spark.createDataFrame([], TAGGED)
     if not any(item.piece is not None for unit in units for item in unit.items):
         return [*rounds, checked]
     joined = (_kind(checked, PIECE).select("blob").rdd.map(blob).keyBy(partition_path).groupByKey().values()

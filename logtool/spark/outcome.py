@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from logtool.checks.logdir import LogDirReport
 from logtool.checks.engine import check_against_log_dir
 from logtool.spark.listing import Sized
-from logtool.spark.rows import (BATCH, FINDING, JUDGED, MISPLACED, PARTITION, PIECE, TALLY, batch_rows, broker_of,
-                                checked_findings, partition_row)
+from logtool.spark.rows import (BATCH, FINDING, JUDGED, MISPLACED, PARTITION, PIECE, TALLY, Broker, batch_rows,
+                                broker_of, checked_findings, partition_row)
 from logtool.recovery.verdict import Judged, judge
 from logtool.spark.hosts import executor_host, named, same_host
 from logtool.spark.split import Unit
@@ -35,12 +35,12 @@ def unit_rows(settings: Settings, log_dirs: LogDirs, checked: "Accumulator[int]"
 
 def checked_rows(log_dirs: dict[str, LogDirReport], outcomes: Iterable[Checked | Sized]) -> Iterator[tuple]:
     """The tagged rows of outcomes, and their `Tally`."""
-    tally = Tally()
+    tally, brokers = Tally(), dict[str, Broker]()
     for c in outcomes:
         if isinstance(c, Sized):
             yield (MISPLACED, None, None, None, pickle.dumps(c, pickle.HIGHEST_PROTOCOL))
         elif c.item.piece is None:
-            yield from _rows(log_dirs, c, tally)
+            yield from _rows(log_dirs, c, tally, brokers)
         else:
             yield (PIECE, None, None, None, pickle.dumps(c, pickle.HIGHEST_PROTOCOL))
     yield (TALLY, None, None, None, pickle.dumps(tally, pickle.HIGHEST_PROTOCOL))
@@ -48,18 +48,22 @@ def checked_rows(log_dirs: dict[str, LogDirReport], outcomes: Iterable[Checked |
 
 def merged_rows(settings: Settings, log_dirs: LogDirs, partitions: Iterable[Iterable[Checked]]) -> Iterator[tuple]:
     """The tagged rows of split partitions, each given as its pieces."""
-    tally = Tally()
+    tally, brokers = Tally(), dict[str, Broker]()
     for pieces in partitions:
-        yield from _rows(log_dirs.value, merge(pieces, settings.transaction_timeout_ms), tally)
+        yield from _rows(log_dirs.value, merge(pieces, settings.transaction_timeout_ms), tally, brokers)
     yield (TALLY, None, None, None, pickle.dumps(tally, pickle.HIGHEST_PROTOCOL))
 
 
-def _rows(log_dirs: dict[str, LogDirReport], c: Checked, tally: Tally) -> Iterator[tuple]:
+def _rows(log_dirs: dict[str, LogDirReport], c: Checked, tally: Tally, brokers: dict[str, Broker]) -> Iterator[tuple]:
+    """A checked partition's rows; `brokers` keeps each log dir's identity for the task's later partitions."""
     # verify holds a partition against the log dir it sits in, when that log dir is one of the PATHs.
-    ld = log_dirs.get(str(Path(c.report.path).parent))
+    parent = str(Path(c.report.path).parent)
+    ld = log_dirs.get(parent)
     if ld is not None:
         check_against_log_dir(ld, c.report)
-    c.broker = broker_of(ld)
+    if parent not in brokers:
+        brokers[parent] = broker_of(ld)
+    c.broker = brokers[parent]
     c.judged = _judged(c)
     row = partition_row(c)
     tally.add(c, row)
