@@ -33,7 +33,6 @@ from fuzz import targets as tg
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
-CRASHES = RESULTS / "fuzz-crashes"
 PER_SIGNATURE = 3
 
 
@@ -101,8 +100,8 @@ class Totals:
             self.defect_inputs += 1
             for c in set(v.defects):
                 self.classes[c] += 1
-            s = self.signatures.setdefault(v.signature, {"count": 0, "classes": sorted(set(v.defects)), "examples": [], "more": [],
-                                                         "kinds": Counter(), "targets": Counter()})
+            s = self.signatures.setdefault(v.signature, {"count": 0, "classes": sorted(set(v.defects)), "examples": [],
+                                                         "more": [], "kinds": Counter(), "targets": Counter()})
             s["count"] += 1
             s["kinds"][v.kind] += 1
             s["targets"][v.target] += 1
@@ -117,7 +116,8 @@ class Totals:
             return xs[min(len(xs) - 1, int(p * len(xs)))] if xs else 0.0
 
         return {
-            "logtool": _logtool_revision(), "seed": seed, "start": start, "n": n, "jobs": jobs, "inputs": self.inputs, "wall_s": round(wall, 1),
+            "logtool": _logtool_revision(), "seed": seed, "start": start, "n": n, "jobs": jobs, "inputs": self.inputs,
+            "wall_s": round(wall, 1),
             "inputs_per_s": round(self.inputs / wall, 1) if wall else None,
             "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
             "limits": {"cli_s": harness.CLI_LIMIT_S, "parser_s": harness.PARSER_LIMIT_S,
@@ -142,12 +142,14 @@ class Totals:
 
 def _md(doc: dict) -> str:
     mb = lambda b: f"{(b or 0) / 2**20:.1f} MB"  # noqa: E731
-    lines = [f"# fuzz: {doc['inputs']:,} inputs, seed {doc['seed']} (indexes {doc['start']}..{doc['start'] + doc['n'] - 1})",
+    lines = [f"# fuzz: {doc['inputs']:,} inputs, seed {doc['seed']} (indexes "
+             f"{doc['start']}..{doc['start'] + doc['n'] - 1})",
              "",
              f"logtool {doc['logtool']}.", "",
              f"{doc['machine']}; {doc['jobs']} workers; wall time {doc['wall_s']} s ({doc['inputs_per_s']} inputs/s). "
              f"Limits: {doc['limits']['cli_s']:g} s per command, {doc['limits']['parser_s']:g} s per parser call, "
-             f"peak RSS {mb(doc['limits']['rss_bytes'])}, address space {doc['limits']['address_space_bytes'] >> 30} GiB.",
+             f"peak RSS {mb(doc['limits']['rss_bytes'])}, address space {doc['limits']['address_space_bytes'] >> 30} "
+             "GiB.",
              "",
              f"**{doc['defect_inputs']} input(s) with a defect, {doc['distinct_defects']} distinct defect(s).** "
              f"Peak RSS max {mb(doc['peak_rss_max_bytes'])} ({doc['peak_rss_max_input']}); smallest "
@@ -186,8 +188,8 @@ def _md(doc: dict) -> str:
 
 def replay(seed: int, index: int, keep: bool, as_headroom_mb: int | None = None) -> int:
     """Rebuild and rerun one input. `as_headroom_mb`: cap the worker's address space at what it maps when its
-    target starts plus this much, so that an input that takes too much memory fails with a MemoryError whose traceback shows
-    the allocation that crossed the line."""
+    target starts plus this much, so that an input that takes too much memory fails with a MemoryError whose
+    traceback shows the allocation that crossed the line."""
     _import_logtool()
     base = Path(tempfile.mkdtemp(prefix="logtool-fuzz-replay-"))
     cap = -(as_headroom_mb << 20) if as_headroom_mb else harness.AS_LIMIT

@@ -90,8 +90,9 @@ def crc_over_map(path: Path) -> int:
 
 # What a mapping of a cached file costs depends on how its pages came into the page cache: read in by a
 # sequential reader, they sit in large folios that map in a few steps each; written by a broker's appends of
-# one batch at a time, in small ones, each page mapped on its own (here a CRC pass over a fresh mapping took
-# 0.06 s against 0.11 s). The shallow walk is measured in both states, each made before it is measured.
+# one batch at a time, in small ones, each page mapped on its own (a CRC pass over a fresh mapping takes longer:
+# the two shallow rows of bench/results/kernel.md). The shallow walk is measured in both states, each made
+# before it is measured.
 
 def read_in(path: Path) -> None:
     """The file's pages dropped from the page cache, then read back in order, as a first reader after a
@@ -181,7 +182,8 @@ def main() -> int:
     del mixed_data
 
     dumps = {}
-    for name, args in (("text", ("dump", "--print-data", str(big))), ("jsonl", ("dump", "--format", "jsonl", str(big)))):
+    for name, args in (("text", ("dump", "--print-data", str(big))),
+                       ("jsonl", ("dump", "--format", "jsonl", str(big)))):
         fast = command_spread(*args)
         slow = command_spread(*args, env=PURE, repeat=1)
         dumps[name] = {"kernel": fast, "pure": slow, "records_per_s": round(records / fast["best"]),
@@ -251,7 +253,7 @@ Start-up, as a command on the sample's smallest partition (best (median / worst)
 | command | time | baseline (best) | peak RSS |
 |---|---|---|---|
 {starts}
-"""
+"""  # noqa: E501 - the report's Markdown: a table row, or a line, as it is written
 
 
 if __name__ == "__main__":

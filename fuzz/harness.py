@@ -37,7 +37,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from fuzz import mutate as mut
 from fuzz import seeds as seedmod
@@ -339,35 +339,9 @@ def judge(seed: int, index: int, wd: Path, status: int, maxrss_kb: int, killed_f
     v = Verdict(seed, index, kind, target, [], spec=spec, peak_rss=peak_kb * 1024,
                 rss_start=((result or {}).get("rss_start_kb") or 0) * 1024)
     stderr = _read(wd / "stderr")
-    if killed_for == "hang":
-        v.defects.append("hang")
-        v.symptom = f"no result after {limit:g} s (killed)"
-    elif killed_for == "build":
-        v.defects.append("harness")
-        v.symptom = "building the input took too long"
-    elif os.WIFSIGNALED(status):
-        v.defects.append("signal")
-        v.symptom = f"killed by {signal.Signals(os.WTERMSIG(status)).name}"
-    elif result is None:
-        code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
-        if not spec:
-            v.defects.append("harness")
-            v.symptom = f"worker failed while building the input (exit {code})"
-        else:
-            v.defects.append("signal")
-            v.symptom = f"worker exited with status {code} without a result"
+    _judge_exit(v, status, killed_for, limit, result is not None, bool(spec))
     if result is not None:
-        v.elapsed = result.get("elapsed", 0.0)
-        if result["outcome"] == "exception":
-            v.defects.append("memory" if result["type"] == "MemoryError" else "traceback")
-            v.symptom = f"{result['type']}: {result['message'][:300]}"
-            v.origin = result.get("origin")
-            v.detail = result.get("traceback", "")
-        else:
-            v.exit = result["result"].get("exit")
-        if result.get("flush_error"):
-            v.defects.append("traceback")
-            v.symptom = v.symptom or f"flushing stdout: {result['flush_error']}"
+        _judge_result(v, result)
     if v.exit is not None and v.exit not in EXIT_CODES:
         v.defects.append("exit-code")
         v.symptom = v.symptom or f"exit code {v.exit}"
@@ -381,24 +355,71 @@ def judge(seed: int, index: int, wd: Path, status: int, maxrss_kb: int, killed_f
         v.defects.append("bad-output")
         v.symptom = v.symptom or result["output_error"]
     if spec.get("before") is not None and "hang" not in v.defects:
-        after = {k: list(x) for k, x in listing(wd / spec["logdir"]).items()}
-        if after != spec["before"]:
-            before = {(k, tuple(x)) for k, x in spec["before"].items()}
-            changed = sorted({(k, tuple(x)) for k, x in after.items()} ^ before)
-            v.defects.append("wrote")
-            v.symptom = v.symptom or f"a read-only target changed the log dir: {changed[:3]}"
-    # What the target took on top of the worker it started in, as if that were a fresh `logtool` process: a
-    # worker forked from a large driver (the test suite's pytest, after the Spark tests) inherits its pages.
-    start = v.rss_start or _vm_rss()  # a worker that never reported: it started as a copy of this driver
-    peak = v.peak_rss - start + FRESH_RSS
-    if peak > RSS_LIMIT and "memory" not in v.defects:
-        v.defects.append("memory")
-        v.symptom = v.symptom or f"peak RSS {peak / 2**20:.0f} MB (as a fresh process)"
+        _judge_log_dir(v, spec, wd)
+    _judge_memory(v)
     if v.defects and not v.detail:
         v.detail = stderr[-4000:]
     spec.pop("before", None)  # the driver keeps verdicts: nothing large in them
     v.signature = signature(v)
     return v
+
+
+def _judge_exit(v: Verdict, status: int, killed_for: str | None, limit: float, reported: bool,
+                built: bool) -> None:
+    """How the worker ended, when that is a defect: killed for a hang or a slow build, by a signal, or
+    without a result (`reported`: it wrote one; `built`: it built its input)."""
+    if killed_for == "hang":
+        v.defects.append("hang")
+        v.symptom = f"no result after {limit:g} s (killed)"
+    elif killed_for == "build":
+        v.defects.append("harness")
+        v.symptom = "building the input took too long"
+    elif os.WIFSIGNALED(status):
+        v.defects.append("signal")
+        v.symptom = f"killed by {signal.Signals(os.WTERMSIG(status)).name}"
+    elif not reported:
+        code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
+        if not built:
+            v.defects.append("harness")
+            v.symptom = f"worker failed while building the input (exit {code})"
+        else:
+            v.defects.append("signal")
+            v.symptom = f"worker exited with status {code} without a result"
+
+
+def _judge_result(v: Verdict, result: dict) -> None:
+    """What the worker reported: the target's exception, or its exit code; a failure to flush stdout."""
+    v.elapsed = result.get("elapsed", 0.0)
+    if result["outcome"] == "exception":
+        v.defects.append("memory" if result["type"] == "MemoryError" else "traceback")
+        v.symptom = f"{result['type']}: {result['message'][:300]}"
+        v.origin = result.get("origin")
+        v.detail = result.get("traceback", "")
+    else:
+        v.exit = result["result"].get("exit")
+    if result.get("flush_error"):
+        v.defects.append("traceback")
+        v.symptom = v.symptom or f"flushing stdout: {result['flush_error']}"
+
+
+def _judge_log_dir(v: Verdict, spec: dict, wd: Path) -> None:
+    """A read-only target must leave the log dir as the spec listed it before."""
+    after = {k: list(x) for k, x in listing(wd / spec["logdir"]).items()}
+    if after != spec["before"]:
+        before = {(k, tuple(x)) for k, x in spec["before"].items()}
+        changed = sorted({(k, tuple(x)) for k, x in after.items()} ^ before)
+        v.defects.append("wrote")
+        v.symptom = v.symptom or f"a read-only target changed the log dir: {changed[:3]}"
+
+
+def _judge_memory(v: Verdict) -> None:
+    """What the target took on top of the worker it started in, as if that were a fresh `logtool` process: a
+    worker forked from a large driver (the test suite's pytest, after the Spark tests) inherits its pages."""
+    start = v.rss_start or _vm_rss()  # a worker that never reported: it started as a copy of this driver
+    peak = v.peak_rss - start + FRESH_RSS
+    if peak > RSS_LIMIT and "memory" not in v.defects:
+        v.defects.append("memory")
+        v.symptom = v.symptom or f"peak RSS {peak / 2**20:.0f} MB (as a fresh process)"
 
 
 def signature(v: Verdict) -> str:
@@ -441,21 +462,41 @@ def run(seed: int, indexes, jobs: int, base: Path, on_verdict: Callable[[Verdict
     still exists. `as_limit`: the workers' address-space cap in bytes; negative: that many bytes more than a
     worker has mapped when its target starts (see `triage_memory`). `forced`: run every index on this
     (kind, target) pair instead of the seeded one (the harness tests use it). `limits`: target -> seconds."""
-    pairs = all_pairs()
     base.mkdir(parents=True, exist_ok=True)
     (base / "cache").mkdir(exist_ok=True)
+    driver = _Driver(seed, base, on_verdict, limits or {}, forced, as_limit, keep)
     todo = list(indexes)
     todo.reverse()
-    running: dict[int, _Job] = {}
-    verdicts: list[Verdict] = []
-    use_pidfd = hasattr(os, "pidfd_open")
+    try:
+        while todo or driver.running:
+            while todo and len(driver.running) < jobs:
+                driver.spawn(todo.pop())
+            now = time.monotonic()
+            driver.kill_late(now)
+            driver.wait(now)
+    finally:
+        driver.kill_all()
+    return driver.verdicts
 
-    def spawn(index: int) -> None:
-        wd = base / f"in-{index}"
+
+class _Driver:
+    """`run`'s workers: forked, timed, killed when late, and judged when they end."""
+
+    def __init__(self, seed: int, base: Path, on_verdict: Callable[[Verdict, Path], None] | None,
+                 limits: dict, forced: tuple[str, str] | None, as_limit: int, keep: bool) -> None:
+        self.seed, self.base, self.on_verdict, self.limits = seed, base, on_verdict, limits
+        self.forced, self.as_limit, self.keep = forced, as_limit, keep
+        self.pairs = all_pairs()
+        self.running: dict[int, _Job] = {}
+        self.verdicts: list[Verdict] = []
+        self.use_pidfd = hasattr(os, "pidfd_open")
+
+    def spawn(self, index: int) -> None:
+        wd = self.base / f"in-{index}"
         if wd.exists():
             shutil.rmtree(wd)
         wd.mkdir()
-        target = forced[1] if forced else pair_for(seed, index, pairs)[1]
+        target = self.forced[1] if self.forced else pair_for(self.seed, index, self.pairs)[1]
         r, w = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()
@@ -465,7 +506,7 @@ def run(seed: int, indexes, jobs: int, base: Path, on_verdict: Callable[[Verdict
             try:
                 os.close(r)
                 signal.signal(signal.SIGINT, signal.SIG_DFL)
-                _worker(seed, index, wd, pairs, w, as_limit, forced)
+                _worker(self.seed, index, wd, self.pairs, w, self.as_limit, self.forced)
             except BaseException:  # noqa: BLE001 - a failure to build the input: reported by the driver
                 try:
                     with open(wd / "harness-error.txt", "w") as f:
@@ -476,64 +517,66 @@ def run(seed: int, indexes, jobs: int, base: Path, on_verdict: Callable[[Verdict
             finally:
                 os._exit(code)
         os.close(w)
-        limit = (limits or {}).get(target, limit_for(target))
-        running[pid] = _Job(index, pid, wd, r, os.pidfd_open(pid) if use_pidfd else None, time.monotonic(), limit=limit)
+        limit = self.limits.get(target, limit_for(target))
+        self.running[pid] = _Job(index, pid, wd, r, os.pidfd_open(pid) if self.use_pidfd else None, time.monotonic(),
+                                 limit=limit)
 
-    def reap(job: _Job, status: int, ru) -> None:
+    def kill_late(self, now: float) -> None:
+        """Kill the workers past their deadline: the target's limit once started, the build's before."""
+        for job in self.running.values():
+            if job.killed_for is None and now >= _deadline(job):
+                job.killed_for = "hang" if job.started is not None else "build"
+                try:
+                    os.kill(job.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+    def wait(self, now: float) -> None:
+        """Wait for a worker to start its target or to end (at most until the next deadline after `now`), and
+        reap those that ended."""
+        deadlines = [_deadline(j) for j in self.running.values() if j.killed_for is None]
+        wait = max(0.0, min(deadlines, default=now + 0.05) - now) if deadlines else 0.05
+        fds = [j.pipe_r for j in self.running.values() if j.started is None]
+        if self.use_pidfd:
+            fds += [j.pidfd for j in self.running.values() if j.pidfd is not None]
+            ready, _, _ = select.select(fds, [], [], min(wait, 1.0))
+        else:
+            ready, _, _ = select.select(fds, [], [], min(wait, 0.01))
+        for job in list(self.running.values()):
+            if job.started is None and job.pipe_r in ready:
+                os.read(job.pipe_r, 1)  # a byte: the target starts; none: the worker is exiting without one
+                job.started = time.monotonic()
+            pid, status, ru = os.wait4(job.pid, os.WNOHANG)
+            if pid:
+                del self.running[job.pid]
+                self.reap(job, status, ru)
+
+    def reap(self, job: _Job, status: int, ru) -> None:
         os.close(job.pipe_r)
         if job.pidfd is not None:
             os.close(job.pidfd)
-        v = judge(seed, job.index, job.wd, status, ru.ru_maxrss, job.killed_for, job.limit,
-                  forced or pair_for(seed, job.index, pairs))
+        v = judge(self.seed, job.index, job.wd, status, ru.ru_maxrss, job.killed_for, job.limit,
+                  self.forced or pair_for(self.seed, job.index, self.pairs))
         if "harness" in v.defects:
             v.detail = _read(job.wd / "harness-error.txt")
-        if on_verdict is None or v.defects:  # a long run hands clean verdicts to on_verdict only
-            verdicts.append(v)
-        if on_verdict:
-            on_verdict(v, job.wd)
-        if not keep:
+        if self.on_verdict is None or v.defects:  # a long run hands clean verdicts to on_verdict only
+            self.verdicts.append(v)
+        if self.on_verdict:
+            self.on_verdict(v, job.wd)
+        if not self.keep:
             shutil.rmtree(job.wd, ignore_errors=True)
 
-    try:
-        while todo or running:
-            while todo and len(running) < jobs:
-                spawn(todo.pop())
-            now = time.monotonic()
-            for job in running.values():
-                deadline = job.started + job.limit if job.started is not None else job.forked + BUILD_LIMIT_S
-                if job.killed_for is None and now >= deadline:
-                    job.killed_for = "hang" if job.started is not None else "build"
-                    try:
-                        os.kill(job.pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-            deadlines = [(j.started + j.limit if j.started is not None else j.forked + BUILD_LIMIT_S)
-                         for j in running.values() if j.killed_for is None]
-            wait = max(0.0, min(deadlines, default=now + 0.05) - now) if deadlines else 0.05
-            fds = [j.pipe_r for j in running.values() if j.started is None]
-            if use_pidfd:
-                fds += [j.pidfd for j in running.values()]
-                ready, _, _ = select.select(fds, [], [], min(wait, 1.0))
-            else:
-                ready, _, _ = select.select(fds, [], [], min(wait, 0.01))
-            for job in list(running.values()):
-                if job.started is None and job.pipe_r in ready:
-                    if os.read(job.pipe_r, 1):
-                        job.started = time.monotonic()
-                    else:  # the worker closed the pipe without starting: it is exiting
-                        job.started = time.monotonic()
-                pid, status, ru = os.wait4(job.pid, os.WNOHANG)
-                if pid:
-                    del running[job.pid]
-                    reap(job, status, ru)
-    finally:
-        for job in running.values():
+    def kill_all(self) -> None:
+        for job in self.running.values():
             try:
                 os.kill(job.pid, signal.SIGKILL)
                 os.waitpid(job.pid, 0)
             except (ProcessLookupError, ChildProcessError):
                 pass
-    return verdicts
+
+
+def _deadline(job: _Job) -> float:
+    return job.started + job.limit if job.started is not None else job.forked + BUILD_LIMIT_S
 
 
 def triage_memory(v: Verdict, base: Path) -> Verdict:
@@ -546,7 +589,8 @@ def triage_memory(v: Verdict, base: Path) -> Verdict:
     if t.origin:
         v.origin = t.origin
         v.detail = (v.detail + "\n" if v.detail else "") + \
-            f"--- triage: the same input under an address-space cap of {headroom >> 20} MB more than at the start:\n" + \
+            (f"--- triage: the same input under an address-space cap of {headroom >> 20} MB more than at the "
+             "start:\n") + \
             t.detail
         v.signature = signature(v)
     return v
@@ -556,7 +600,8 @@ def save_reproducer(v: Verdict, wd: Path, dest: Path) -> Path | None:
     """The mutated file, the whole input log dir (tar.gz), the spec and the symptom under dest/<name>/."""
     if not (wd / "spec.json").exists():
         return None
-    name = f"{v.defects[0]}-{v.target.replace(' ', '_').replace(':', '_').replace('-', '')}-{v.kind}-s{v.seed}-i{v.index}"
+    target = v.target.replace(" ", "_").replace(":", "_").replace("-", "")
+    name = f"{v.defects[0]}-{target}-{v.kind}-s{v.seed}-i{v.index}"
     out = dest / name
     out.mkdir(parents=True, exist_ok=True)
     spec = v.spec

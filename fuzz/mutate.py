@@ -317,8 +317,8 @@ V2_FIELDS = (("baseOffset", 0, ">q"), ("length", 8, ">i"), ("partitionLeaderEpoc
              ("crc", 17, ">I"), ("attributes", 21, ">h"), ("lastOffsetDelta", 23, ">i"), ("baseTimestamp", 27, ">q"),
              ("maxTimestamp", 35, ">q"), ("producerId", 43, ">q"), ("producerEpoch", 51, ">h"),
              ("baseSequence", 53, ">i"), ("recordsCount", 57, ">i"))
-LEGACY_FIELDS = (("offset", 0, ">q"), ("length", 8, ">i"), ("crc", 12, ">I"), ("magic", 16, ">b"), ("attributes", 17, ">b"),
-                 ("timestamp", 18, ">q"))
+LEGACY_FIELDS = (("offset", 0, ">q"), ("length", 8, ">i"), ("crc", 12, ">I"), ("magic", 16, ">b"),
+                 ("attributes", 17, ">b"), ("timestamp", 18, ">q"))
 _LIMITS = {">q": (-(2**63), 2**63 - 1), ">i": (-(2**31), 2**31 - 1), ">h": (-(2**15), 2**15 - 1), ">b": (-128, 127),
            ">I": (0, 2**32 - 1)}
 
@@ -394,7 +394,8 @@ def m_inner(d: bytearray, rng, ctx) -> str:
         return m_header_field(d, rng, ctx)
     inner = bytearray(raw)
     what = [m(inner, rng, {}) for m in rng.choices(
-        (m_bitflip, m_setbyte, m_truncate, m_insert, m_delete, m_duplicate, m_int, m_varint), k=rng.choice((1, 1, 2, 3)))]
+        (m_bitflip, m_setbyte, m_truncate, m_insert, m_delete, m_duplicate, m_int, m_varint),
+        k=rng.choice((1, 1, 2, 3)))]
     new = bytes(inner) if codec == 0 else compress(codec, bytes(inner))
     if magic == 2:
         _reframe(d, pos, size, magic, body_start, new)
@@ -513,7 +514,8 @@ def t_line(d: bytearray, rng, _ctx) -> str:
     op = rng.choice(("insert", "drop", "dup", "swap", "garbage"))
     i = _pos(rng, len(lines))
     if op == "insert":
-        new = rng.choice((b"", b" ", b"0", b"x 0 0", b"topic 0 0", b"topic-x 2147483647 9223372036854775807", b"1 2 3 4",
+        new = rng.choice((b"", b" ", b"0", b"x 0 0", b"topic 0 0", b"topic-x 2147483647 9223372036854775807",
+                          b"1 2 3 4",
                           b"version: 0", b"topic_id: AAAAAAAAAAAAAAAAAAAAAA", b"node.id=1", b"version=1",
                           b"directory.id=AAAAAAAAAAAAAAAAAAAAAQ", b"cluster.id=", b"\t0\t0", b"0 -1"))
         lines.insert(i, new)
@@ -572,8 +574,9 @@ def mutate(data: bytes, kind: str, rng: random.Random, others: list[tuple[str, b
     steps = []
     n = rng.choice((1, 1, 1, 2, 2, 3, 4, 6))
     is_log = kind.startswith("log.")
-    is_text = kind in ("leader-epoch-checkpoint", "partition.metadata", "meta.properties", "recovery-point-offset-checkpoint",
-                       "replication-offset-checkpoint", "log-start-offset-checkpoint", "cleaner-offset-checkpoint")
+    is_text = kind in ("leader-epoch-checkpoint", "partition.metadata", "meta.properties",
+                       "recovery-point-offset-checkpoint", "replication-offset-checkpoint",
+                       "log-start-offset-checkpoint", "cleaner-offset-checkpoint")
 
     def apply(m) -> None:
         steps.append(f"{m.__name__[2:].replace('_', '-')}: {m(d, rng, ctx)}")

@@ -27,7 +27,6 @@ SOURCES = (("kafka-written", SHARED / "kafka-written"), ("real", SHARED / "real"
 OFFSET_CHECKPOINTS = ("recovery-point-offset-checkpoint", "replication-offset-checkpoint",
                       "log-start-offset-checkpoint", "cleaner-offset-checkpoint")
 LOGDIR_KINDS = ("meta.properties", *OFFSET_CHECKPOINTS)
-SIDE_KINDS = ("index", "timeindex", "txnindex", "snapshot", "leader-epoch-checkpoint", "partition.metadata")
 TEXT_KINDS = {"leader-epoch-checkpoint", "partition.metadata", *LOGDIR_KINDS}
 
 # Keep every input small enough that one run of `verify --deep` takes well under a second.
@@ -111,28 +110,32 @@ def _candidates() -> list[Seed]:
             is_partition = any(n.endswith(".log") for n in names)
             small = is_partition and _dir_bytes(d) <= MAX_HOST_BYTES
             for n in names:
-                kind = _kind_of(n)
-                if kind is None:
-                    continue
-                path = d / n
-                size = os.stat(path).st_size
-                label = f"{source}/{path.relative_to(base)}"
-                if kind in LOGDIR_KINDS:
-                    if size <= MAX_SEED_BYTES:
-                        out.append(Seed(kind, path, label, SAMPLE, "logdir"))
-                    continue
-                if not small or size > MAX_SEED_BYTES:
-                    continue
-                if kind == "log":
-                    if size == 0:
-                        continue
-                    kind = log_variant(path.read_bytes(), d.name)
-                    if kind is None:
-                        continue
-                elif size == 0 and kind not in TEXT_KINDS:
-                    continue
-                out.append(Seed(kind, path, label, d, "partition"))
+                seed = _seed(d / n, f"{source}/{(d / n).relative_to(base)}", small)
+                if seed is not None:
+                    out.append(seed)
     return out
+
+
+def _seed(path: Path, label: str, small: bool) -> Seed | None:
+    """The seed a file makes, None when it makes none: a log dir's file of a kind the fuzzer mutates, or a
+    partition's (of a `small` partition) that is not empty, unless empty is a text kind's content."""
+    kind = _kind_of(path.name)
+    if kind is None:
+        return None
+    size = os.stat(path).st_size
+    if kind in LOGDIR_KINDS:
+        return Seed(kind, path, label, SAMPLE, "logdir") if size <= MAX_SEED_BYTES else None
+    if not small or size > MAX_SEED_BYTES:
+        return None
+    if kind == "log":
+        if size == 0:
+            return None
+        kind = log_variant(path.read_bytes(), path.parent.name)
+        if kind is None:
+            return None
+    elif size == 0 and kind not in TEXT_KINDS:
+        return None
+    return Seed(kind, path, label, path.parent, "partition")
 
 
 @lru_cache(maxsize=1)

@@ -18,7 +18,7 @@ import random
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from fuzz.seeds import LOGDIR_KINDS
 
@@ -32,7 +32,8 @@ def _fmt(rng: random.Random, choices=("text", "json", "jsonl")) -> list[str]:
 
 def _offset(ctx: dict, rng: random.Random) -> str:
     hi = max(ctx.get("max_base", 0), 0) + 400
-    return str(rng.choice((rng.randint(0, hi), rng.randint(0, hi), 0, -1, 2**31 - 1, 2**31, 2**63 - 1, 2**63, -(2**63))))
+    return str(rng.choice((rng.randint(0, hi), rng.randint(0, hi), 0, -1, 2**31 - 1, 2**31, 2**63 - 1, 2**63,
+                           -(2**63))))
 
 
 def _timestamp(_ctx: dict, rng: random.Random) -> str:
@@ -62,7 +63,8 @@ CLI: dict[str, tuple[Argv, bool]] = {
     "index rebuild": (lambda c, r: ["index", "rebuild", c["logdir"], *_fmt(r, ("text", "json"))], True),
     "truncate": (lambda c, r: ["truncate", c["logdir"], *r.choice(([], [], ["--strict"], ["--excise"])),
                                *_fmt(r, ("text", "json"))], True),
-    "find --offset": (lambda c, r: ["find", c["partition"], "--offset", _offset(c, r), *_fmt(r, ("text", "json"))], False),
+    "find --offset": (lambda c, r: ["find", c["partition"], "--offset", _offset(c, r), *_fmt(r, ("text", "json"))],
+                      False),
     "find --timestamp": (lambda c, r: ["find", c["partition"], "--timestamp", _timestamp(c, r),
                                        *_fmt(r, ("text", "json"))], False),
     "dump": (lambda c, r: ["dump", c["partition"], *r.choice(([], ["--print-data"])), *_dump_extra(r, c)], False),
@@ -118,8 +120,8 @@ def parse_batch(ctx: dict) -> dict:
     buf = ctx["data"]
     n = 0
     for v in _views(buf):
-        (v.is_legacy, v.is_valid, v.codec_name, v.timestamp_type, v.is_transactional, v.is_control,
-         v.has_delete_horizon, v.last_sequence)
+        _ = (v.is_legacy, v.is_valid, v.codec_name, v.timestamp_type, v.is_transactional, v.is_control,
+             v.has_delete_horizon, v.last_sequence)  # every property computed: one that raises is a defect
         n += 1
     # read_entry at every position of the first bytes as well: a walker may resume anywhere (salvage).
     from logtool.format.batch import legacy_value, read_entry, BatchView

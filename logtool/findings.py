@@ -118,7 +118,8 @@ class _Walked:
     __slots__ = ("at", "tags")
 
     def __init__(self) -> None:
-        self.at, self.tags = -1, []
+        self.at = -1
+        self.tags: list[int] = []
 
 
 class Sink:
@@ -167,10 +168,11 @@ class Sink:
             self.findings[:] = [self.findings[i] for i in order]
         for (name, file), n in self._counts.items():
             kind = BY_NAME[name]
-            if n > kind.cap:
+            cap = kind.cap  # never None here: `add` counts only the kinds that have one
+            if cap is not None and n > cap:
                 what = _COUNTED_AS.get(kind.group, "findings")
-                self.findings.append(Finding(kind, f"... and {n - kind.cap} more {what} like the above", file,
-                                             more=n - kind.cap))
+                self.findings.append(Finding(kind, f"... and {n - cap} more {what} like the above", file,
+                                             more=n - cap))
         self._counts.clear()
         return self.findings
 

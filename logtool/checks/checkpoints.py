@@ -60,14 +60,14 @@ def _check_value(name: str, offset: int, part: PartitionReport, log_start_entry:
     facts = part.facts
     if facts is None:
         return  # the partition could not be read: nothing to hold the value against
-    if facts.log_end is None:
+    start, end = facts.log_start, facts.log_end
+    if start is None or end is None:  # (both are, or neither)
         # No segment: the broker starts the partition empty at its checkpointed log start.
         start = end = log_start_entry
         where = f"the partition has no segment: the broker starts it empty at offset {end}"
     else:
-        start, end = facts.log_start, facts.log_end
         where = f"the log end offset is {end}"
-    if name == RECOVERY and _skips_damage(offset, part):
+    if name == RECOVERY and _skips_damage(offset, facts.cut_segment, part):
         part.findings.append(finding("RECOVERY_SKIPS_DAMAGE", f"recovery point {offset} lies after the damage in "
                                      f"{facts.cut_segment:020d}.log; recovery starts at the segment holding "
                                      f"the recovery point", name, offset=offset))
@@ -83,10 +83,10 @@ def _check_value(name: str, offset: int, part: PartitionReport, log_start_entry:
                                      f"offset {start}", name, offset=offset))
 
 
-def _skips_damage(recovery_point: int, part: PartitionReport) -> bool:
-    """Kafka recovers from the last segment whose base is at or below the recovery point
+def _skips_damage(recovery_point: int, damaged: int | None, part: PartitionReport) -> bool:
+    """Whether recovery from the recovery point starts past the segment `damaged` (the base offset of the first
+    one recovery would cut). Kafka recovers from the last segment whose base is at or below the recovery point
     (`LogSegments.values(recoveryPoint, ...)`), or from the first segment when there is none."""
-    damaged = part.facts.cut_segment
     if damaged is None:
         return False
     bases = [s.base_offset for s in part.segments]

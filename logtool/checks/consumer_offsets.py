@@ -9,6 +9,7 @@ deleted or expired) starts the key afresh. Each segment keeps the first and last
 from __future__ import annotations
 
 import struct
+from typing import cast
 
 from logtool.findings import Finding, Sink
 from logtool.format.batch import BatchView
@@ -36,7 +37,8 @@ def commit_of(key: bytes | None, value: bytes | None) -> tuple[Key, int | None] 
         return None
     if value is not None and len(value) < _INT16_INT64.size:
         return None
-    return (k["group"], k["topic"], k["partition"]), None if value is None else _INT16_INT64.unpack_from(value)[1]
+    key_fields = cast(Key, (k["group"], k["topic"], k["partition"]))  # OffsetCommitKey: string, string, int32
+    return key_fields, None if value is None else _INT16_INT64.unpack_from(value)[1]
 
 
 class CommitCheck:

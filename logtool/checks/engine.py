@@ -83,7 +83,8 @@ def plan_targets(paths: list[Path], report: Report) -> list[Target]:
             else:
                 # Nothing here can be checked: an operational error, like an unreadable path.
                 report.operational_error = True
-                report.findings.append(finding("NOT_KAFKA", "not a Kafka log dir, partition dir or .log file", str(path)))
+                report.findings.append(finding("NOT_KAFKA", "not a Kafka log dir, partition dir or .log file",
+                                               str(path)))
         except OSError as e:
             report.operational_error = True
             report.findings.append(finding("UNREADABLE", f"cannot be read: {e.strerror or e}", str(path)))
@@ -122,6 +123,7 @@ def check_target(target: Target, deep: bool, reading: ReadPolicy | None = None, 
 def segment_bytes(target: Target) -> int:
     """The bytes of the target's .log files, as listed now (0 for what cannot be listed): what a walk of
     it reads, for a progress display."""
+    paths: list[os.PathLike[str]]
     if target.single_file:
         paths = [target.path]
     else:

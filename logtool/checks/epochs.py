@@ -61,7 +61,8 @@ def _against_batches(epochs: list[tuple[int, int]], runs: Sequence[EpochRun]) ->
                         f"carry epoch {e}", NAME, offset=first)]
     starts = [o for _, o in epochs]
     problems = [p for run in runs if (p := _run_problem(epochs, starts, run)) is not None]
-    out = [finding("LEADER_EPOCH_MISMATCH", message, NAME, offset=offset) for offset, message in problems[:MAX_MISMATCHES]]
+    out = [finding("LEADER_EPOCH_MISMATCH", message, NAME, offset=offset)
+           for offset, message in problems[:MAX_MISMATCHES]]
     if len(problems) > MAX_MISMATCHES:
         out.append(finding("LEADER_EPOCH_MISMATCH", f"... and {len(problems) - MAX_MISMATCHES} more runs of batches "
                            f"like the above", NAME))
@@ -82,5 +83,6 @@ def _run_problem(epochs: list[tuple[int, int]], starts: list[int], run: EpochRun
                     f"(from offset {since})")
     if i + 1 < len(epochs) and starts[i + 1] <= last:
         later, at = epochs[i + 1]
-        return at, f"the checkpoint starts epoch {later} at offset {at}, but batches up to offset {last} carry epoch {epoch}"
+        return at, (f"the checkpoint starts epoch {later} at offset {at}, but batches up to offset {last} carry epoch "
+                    f"{epoch}")
     return None

@@ -5,12 +5,15 @@ position (offset), so one merge pass checks every entry in O(1) memory.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 from logtool.findings import Sink
-from logtool.format import kernel
+from logtool.format import Bytes, kernel
 from logtool.rules.transactions import UNKNOWN_OFFSET, TxnTracker
 from logtool.format.batch import V2_HEADER_SIZE, BatchView
-from logtool.format.index import (OFFSET_ENTRY, entries, TIME_ENTRY, TXN_ENTRY, AbortedTxn, aborted_txns, offset_index_sanity,
-                                  time_index_sanity, zero_tail_start)
+from logtool.format.index import (OFFSET_ENTRY, entries, TIME_ENTRY, TXN_ENTRY, AbortedTxn, aborted_txns,
+                                  offset_index_sanity, time_index_sanity, zero_tail_start)
 from logtool.store.segment import WalkOutcome
 from logtool.store.sidefile import SideFile
 
@@ -69,16 +72,18 @@ class OffsetIndexCheck:
         self.read += 1
         if self.prev is not None and (entry[0] <= self.prev[0] or entry[1] <= self.prev[1]):
             self.rep.add("INDEX_NOT_INCREASING", f"entry (offset {entry[0]}, position {entry[1]}) does not follow "
-                                                 f"(offset {self.prev[0]}, position {self.prev[1]})", entry[1], entry[0])
+                                                 f"(offset {self.prev[0]}, position "
+                                                 f"{self.prev[1]})", entry[1], entry[0])
         self.prev = entry
         self.next = entry
 
-    def feed_many(self, views) -> None:
+    def feed_many(self, views: list[BatchView]) -> None:
         if self.next is None:  # every entry met: what is left to know of a batch is its last offset
             self.prev_batch_last = views[-1].last_offset
             return
-        if kernel.KERNEL is not None:
-            views = self._take_plain_run(views)
+        fast = kernel.KERNEL
+        if fast is not None:
+            views = self._take_plain_run(fast, views)
         # Most batches hold no index entry (one per 4 KiB of log): only those that do go through `feed`.
         for v in views:
             if self.next is not None and self.next[1] <= v.position:
@@ -87,12 +92,12 @@ class OffsetIndexCheck:
             else:
                 self.prev_batch_last = v.last_offset
 
-    def _take_plain_run(self, views: list[BatchView]) -> list[BatchView]:
+    def _take_plain_run(self, fast: kernel.Kernel, views: list[BatchView]) -> list[BatchView]:
         """The kernel merges the batches with the entries while each entry is plainly right (it checks what
         `feed` and `_advance` would); the batches from the first it is not sure of are left to them."""
         at = self.read - 1  # the entry in self.next
-        taken, at_after, self.prev_batch_last = kernel.KERNEL.index_run(views, self.data, at, self.entries, self.base,
-                                                                        self.prev_batch_last)
+        taken, at_after, self.prev_batch_last = fast.index_run(views, self.data, at, self.entries, self.base,
+                                                               self.prev_batch_last)
         if at_after > at:
             self.prev, self.read = self._entry(at_after - 1), at_after
             self._advance()  # reads the next entry again (the kernel found it follows on)
@@ -139,7 +144,7 @@ class TimeIndexCheck:
     def __init__(self, side: SideFile, base: int, active: bool, sink: Sink) -> None:
         self.rep = sink.for_file(side.name)
         self.base = base
-        self.entries = iter(())
+        self.entries: Iterator[tuple[Any, ...]] = iter(())  # (timestamp, relative offset) each
         self.next: tuple[int, int] | None = None
         self.prev: tuple[int, int] | None = None
         self.max_ts = -1
@@ -165,7 +170,7 @@ class TimeIndexCheck:
         self.prev = entry
         self.next = entry
 
-    def feed_many(self, views) -> None:
+    def feed_many(self, views: list[BatchView]) -> None:
         # Only batches an entry names go through `feed`; the others only raise the largest timestamp.
         for v in views:
             if self.next is not None and self.next[1] <= v.last_offset:
@@ -184,7 +189,8 @@ class TimeIndexCheck:
                              view.position, offset)
             elif ts != self.max_ts:
                 self.rep.add("TIMEINDEX_WRONG_ENTRY", f"entry for offset {offset} says timestamp {ts}, but the largest "
-                                                      f"timestamp up to that batch is {self.max_ts}", view.position, offset)
+                                                      f"timestamp up to that batch is {self.max_ts}",
+                             view.position, offset)
             self._advance()
 
     def finish(self, walk: WalkOutcome, last_offset: int | None) -> None:
@@ -202,14 +208,14 @@ class TxnIndexCheck:
     offsets depend on transactions opened earlier; they are compared only where the partition's history on
     disk makes them knowable. The file is read once, at the end of the walk."""
 
-    def __init__(self, side: SideFile, base: int, buf, txns: TxnTracker, sink: Sink) -> None:
+    def __init__(self, side: SideFile, base: int, buf: Bytes, txns: TxnTracker, sink: Sink) -> None:
         self.sink = sink
         self.side, self.base, self.buf, self.txns = side, base, buf, txns
         self.expected: list[AbortedTxn] = []
         # Each entry records one abort marker, a control batch of the segment: no more entries than that.
         self.most_entries = len(buf) // V2_HEADER_SIZE + 1
 
-    def feed_many(self, views) -> None:
+    def feed_many(self, views: list[BatchView]) -> None:
         # Only transactional batches open or end a transaction.
         for v in views:
             if v.attributes & 0x10:
@@ -222,34 +228,47 @@ class TxnIndexCheck:
 
     def finish(self, walk: WalkOutcome, last_offset: int | None) -> None:
         rep = self.sink.for_file(self.side.name)
-        on_disk: list[AbortedTxn] = []
         if self.side.error is not None:
             rep.add("UNREADABLE", f"cannot read {self.side.name}: {self.side.error}")
             return
         if self.side.data is not None:
-            entries = len(self.side.data) // TXN_ENTRY.size
-            if entries > self.most_entries:
-                rep.add("TXNINDEX_CORRUPT", f"{entries} entries, more than the {len(self.buf)}-byte segment has "
-                                            f"batches: not a transaction index of this segment")
+            on_disk = self._on_disk(self.side.data, rep)
+            if on_disk is None:
                 return
-            on_disk = list(aborted_txns(self.side.data))
-            for txn in on_disk:
-                if txn.version > 0:
-                    rep.add("TXNINDEX_CORRUPT", f"unexpected aborted transaction version {txn.version}", None,
-                            txn.last_offset)
-                elif txn.last_offset < self.base:
-                    rep.add("TXNINDEX_CORRUPT", f"aborted transaction of producer {txn.producer_id} ends at offset "
-                                                f"{txn.last_offset}, below the segment base {self.base}", None,
-                            txn.last_offset)
         elif not self.expected:
             return
+        else:
+            on_disk = []
+        self._compare(on_disk, walk, last_offset, rep)
+
+    def _on_disk(self, data: Bytes, rep: Sink) -> list[AbortedTxn] | None:
+        """The file's entries, each held to Kafka's load-time check; None when there are more than the segment
+        could have aborts (not a transaction index of this segment)."""
+        entries = len(data) // TXN_ENTRY.size
+        if entries > self.most_entries:
+            rep.add("TXNINDEX_CORRUPT", f"{entries} entries, more than the {len(self.buf)}-byte segment has "
+                                        f"batches: not a transaction index of this segment")
+            return None
+        on_disk = list(aborted_txns(data))
+        for txn in on_disk:
+            if txn.version > 0:
+                rep.add("TXNINDEX_CORRUPT", f"unexpected aborted transaction version {txn.version}", None,
+                        txn.last_offset)
+            elif txn.last_offset < self.base:
+                rep.add("TXNINDEX_CORRUPT", f"aborted transaction of producer {txn.producer_id} ends at offset "
+                                            f"{txn.last_offset}, below the segment base {self.base}", None,
+                        txn.last_offset)
+        return on_disk
+
+    def _compare(self, on_disk: list[AbortedTxn], walk: WalkOutcome, last_offset: int | None, rep: Sink) -> None:
+        """The entries on disk against the aborts the walk found, each way."""
         found = {(t.producer_id, t.last_offset): t for t in on_disk}
         for want in self.expected:
             got = found.pop((want.producer_id, want.last_offset), None)
             if got is None:
                 rep.add("TXNINDEX_MISMATCH", f"the abort of producer {want.producer_id} at offset {want.last_offset} "
-                                             f"is not listed" + ("" if self.side.exists else f" ({self.side.name} is missing)"),
-                        None, want.last_offset)
+                                             f"is not listed"
+                        + ("" if self.side.exists else f" ({self.side.name} is missing)"), None, want.last_offset)
             elif want.first_offset != UNKNOWN_OFFSET and got.first_offset != want.first_offset:
                 rep.add("TXNINDEX_MISMATCH", f"the aborted transaction of producer {want.producer_id} ending at "
                                              f"{want.last_offset} is listed from offset {got.first_offset}, the log "

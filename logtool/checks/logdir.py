@@ -9,8 +9,8 @@ from logtool.format.meta import NODE_ID_FIELD, MetaError, meta_identity, offset_
 from logtool.store.logdir import LogDir
 from logtool.store.sidefile import SideFile
 from logtool.checks.segment import check_records_file
-from logtool.store.layout import (BOOTSTRAP_CHECKPOINT, CLUSTER_METADATA, IGNORED_LOG_DIR_CHILDREN, LOG_DIR_FILES, OFFSET_CHECKPOINTS,
-                                  parse_partition_dir)
+from logtool.store.layout import (BOOTSTRAP_CHECKPOINT, CLUSTER_METADATA, IGNORED_LOG_DIR_CHILDREN, LOG_DIR_FILES,
+                                  OFFSET_CHECKPOINTS, parse_partition_dir)
 
 
 @dataclass(slots=True)
@@ -37,31 +37,12 @@ def check_log_dir(path: Path) -> LogDirReport:
     names = log_dir.names
     present: set[tuple[str, int]] = set()  # the partitions that have a directory here
     for name in names:
-        child = path / name
         if name in log_dir.symlinks:
             rep.findings.append(finding("SYMLINK", f"{name} is a symlink to {log_dir.symlinks[name]}", name))
         if name in log_dir.dirs:
-            if name in IGNORED_LOG_DIR_CHILDREN:
-                continue
-            if (parsed := parse_partition_dir(name)) is not None or name == CLUSTER_METADATA:
-                rep.partition_dirs.append(child)
-                if parsed is not None:
-                    present.add((parsed.topic, parsed.partition))
-            else:
-                rep.findings.append(finding("NOT_KAFKA", f"directory {name!r} in the log dir is not a partition "
-                                            f"directory; the broker refuses to start with it there", name))
-        elif name == "meta.properties":
-            _check_meta(log_dir.side(name), rep)
-        elif name in OFFSET_CHECKPOINTS:
-            _check_checkpoint(log_dir.side(name), rep)
-        elif name == BOOTSTRAP_CHECKPOINT:
-            rep.findings += check_records_file(child, deep=False)  # the metadata a KRaft node formats with
-        elif name == ".kafka_cleanshutdown":
-            rep.clean_shutdown_marker = True  # empty before Kafka 3.7, JSON since: only its presence matters
-        elif name.endswith(".tmp") and name[:-4] in LOG_DIR_FILES:
-            rep.findings.append(finding("TMP_LEFTOVER", f"an interrupted rewrite of {name[:-4]}", name))
-        elif name not in LOG_DIR_FILES:
-            rep.findings.append(finding("UNKNOWN_FILE", f"{name} is not a file Kafka writes in a log dir", name))
+            _check_child_dir(path, name, rep, present)
+        else:
+            _check_root_file(log_dir, name, rep)
     if "meta.properties" not in names:
         rep.findings.append(finding("META_PROPERTIES_MISSING", "the log dir has no meta.properties", "meta.properties"))
     for file, entries in rep.offsets.items():
@@ -70,6 +51,36 @@ def check_log_dir(path: Path) -> LogDirReport:
                 rep.findings.append(finding("CHECKPOINT_UNKNOWN_PARTITION", f"{key[0]}-{key[1]} (offset {offset}) has "
                                             "no directory in this log dir", file, offset=offset))
     return rep
+
+
+def _check_child_dir(path: Path, name: str, rep: LogDirReport, present: set[tuple[str, int]]) -> None:
+    """A directory in the log dir: a partition's (listed, and its partition added to `present`), one the
+    broker ignores, or one it refuses to start with."""
+    if name in IGNORED_LOG_DIR_CHILDREN:
+        return
+    if (parsed := parse_partition_dir(name)) is not None or name == CLUSTER_METADATA:
+        rep.partition_dirs.append(path / name)
+        if parsed is not None:
+            present.add((parsed.topic, parsed.partition))
+    else:
+        rep.findings.append(finding("NOT_KAFKA", f"directory {name!r} in the log dir is not a partition "
+                                    f"directory; the broker refuses to start with it there", name))
+
+
+def _check_root_file(log_dir: LogDir, name: str, rep: LogDirReport) -> None:
+    """A file of the log dir's own: its metadata, its checkpoints, the marks Kafka leaves, or a stranger."""
+    if name == "meta.properties":
+        _check_meta(log_dir.side(name), rep)
+    elif name in OFFSET_CHECKPOINTS:
+        _check_checkpoint(log_dir.side(name), rep)
+    elif name == BOOTSTRAP_CHECKPOINT:
+        rep.findings += check_records_file(log_dir.path / name, deep=False)  # the metadata a KRaft node formats with
+    elif name == ".kafka_cleanshutdown":
+        rep.clean_shutdown_marker = True  # empty before Kafka 3.7, JSON since: only its presence matters
+    elif name.endswith(".tmp") and name[:-4] in LOG_DIR_FILES:
+        rep.findings.append(finding("TMP_LEFTOVER", f"an interrupted rewrite of {name[:-4]}", name))
+    elif name not in LOG_DIR_FILES:
+        rep.findings.append(finding("UNKNOWN_FILE", f"{name} is not a file Kafka writes in a log dir", name))
 
 
 def side_text(side: SideFile, findings: list[Finding]) -> str | None:
@@ -92,8 +103,8 @@ def _check_meta(side: SideFile, rep: LogDirReport) -> None:
         return
     ignored = NODE_ID_FIELD[1 - version]
     if ignored in rep.meta:
-        rep.findings.append(finding("META_PROPERTIES_INCONSISTENT", f"version {version} reads {NODE_ID_FIELD[version]}, "
-                                    f"not {ignored}={rep.meta[ignored]}", side.name))
+        rep.findings.append(finding("META_PROPERTIES_INCONSISTENT", f"version {version} reads "
+                                    f"{NODE_ID_FIELD[version]}, not {ignored}={rep.meta[ignored]}", side.name))
 
 
 # What the broker does when it cannot read each checkpoint, besides reporting the log dir as failed.

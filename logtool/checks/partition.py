@@ -1,7 +1,7 @@
 """Partition-level checks: the segment set, the files beside the segments, and per-partition metadata."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from logtool.findings import Finding, Severity, finding
@@ -14,7 +14,7 @@ from logtool.rules.facts import PartitionFacts, partition_facts
 from logtool.checks.segment import SegmentReport, check_records_file, check_segment
 from logtool.store.segment import Lens, Segment
 from logtool.format.meta import MetaError, partition_metadata, producer_snapshot
-from logtool.store.layout import FileKind, kraft_snapshot_id
+from logtool.store.layout import FileKind, FileName, kraft_snapshot_id
 from logtool.store.partition import Partition
 
 # Files Kafka rewrites through a .tmp copy and an atomic rename (CheckpointFile, PartitionMetadataFile).
@@ -32,7 +32,7 @@ class PartitionReport:
     files: dict[str, int] = field(default_factory=dict)  # other files: leftovers, snapshots, metadata -> size
     facts: PartitionFacts | None = None  # set by finish_partition, for the checks across files
 
-    def all_findings(self):
+    def all_findings(self) -> Iterator[Finding]:
         yield from self.findings
         for s in self.segments:
             yield from s.findings
@@ -105,19 +105,20 @@ def _check_kraft_snapshots(part: Partition, deep: bool) -> list[Finding]:
 def finish_partition(part: Partition, rep: PartitionReport,
                      transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS) -> None:
     """The checks across segments and of the files beside them, once every segment is in `rep`."""
-    rep.facts = partition_facts(rep.segments)
+    rep.facts = facts = partition_facts(rep.segments)
     _check_segment_set(rep)
-    snapshots = frozenset(f.base_offset for f in part.files.values() if f.kind == FileKind.SNAPSHOT) \
+    snapshots = frozenset(f.base_offset for f in part.files.values()
+                          if f.kind == FileKind.SNAPSHOT and f.base_offset is not None) \
         if not part.single_file else frozenset()
     replay = check_producers(rep.segments, transaction_timeout_ms, rep.topic, rep.partition, snapshots)
     rep.findings += replay.findings
     rep.findings += check_commits(rep.segments)
     if not part.single_file:
         _check_dir_name(part, rep)
-        _check_other_files(part, rep, replay)
+        _check_other_files(part, rep, replay, facts)
         if not part.segments:
-            rep.findings.append(finding("NO_SEGMENTS", "the directory holds no segment; the broker starts the partition "
-                                        "empty at its checkpointed log start offset", part.path.name))
+            rep.findings.append(finding("NO_SEGMENTS", "the directory holds no segment; the broker starts the "
+                                        "partition empty at its checkpointed log start offset", part.path.name))
 
 
 # What the broker does at load with a partition directory renamed with a suffix (LogManager.loadLog).
@@ -146,12 +147,14 @@ def _check_segment_set(rep: PartitionReport) -> None:
             rep.findings.append(finding(
                 "LATER_SEGMENTS_DROPPED",
                 f"damage in {seg.file} at byte {seg.first_invalid_position}: recovery from before it would delete the "
-                f"{len(later)} later segment(s) ({sum(s.size for s in later)} bytes, {sum(s.batches for s in later)} batches)",
+                f"{len(later)} later segment(s) ({sum(s.size for s in later)} bytes, {sum(s.batches for s in later)} "
+                "batches)",
                 seg.file, seg.first_invalid_position))
         if prev is not None and prev.last_offset is not None:
             if seg.base_offset <= prev.last_offset:
                 rep.findings.append(finding("SEGMENT_OVERLAP", f"{seg.file} starts at offset {seg.base_offset}, but "
-                                            f"{prev.file} ends at offset {prev.last_offset}", seg.file, 0, seg.base_offset))
+                                            f"{prev.file} ends at offset {prev.last_offset}", seg.file, 0,
+                                            seg.base_offset))
             elif seg.base_offset > prev.last_offset + 1:
                 # Between segments; a first batch above its own segment's name is FIRST_OFFSET_ABOVE_NAME.
                 rep.findings.append(finding("SEGMENT_GAP", f"offsets {prev.last_offset + 1}..{seg.base_offset - 1} lie "
@@ -162,56 +165,75 @@ def _check_segment_set(rep: PartitionReport) -> None:
             prev = None  # the offsets it holds are unknown: no gap or overlap is claimed across it
 
 
-def _check_other_files(part: Partition, rep: PartitionReport, replay: Replay) -> None:
+def _check_other_files(part: Partition, rep: PartitionReport, replay: Replay, facts: PartitionFacts) -> None:
     logs = {f.base_offset for f in part.files.values() if f.kind == FileKind.LOG}
     for name, f in part.files.items():
         if name in part.symlinks:
             rep.findings.append(finding("SYMLINK", f"{name} is a symlink to {part.symlinks[name]}", name))
         if f.kind != FileKind.LOG:
             rep.files[name] = part.size_of(name)
-        if f.kind == FileKind.LEFTOVER:
-            rep.findings.append(finding("LEFTOVER_FILE", f"{name}: a {f.leftover[1:]} leftover the broker "
-                                        f"{'discards' if f.leftover != '.swap' else 'applies'} at load", name))
-        elif f.kind in (FileKind.INDEX, FileKind.TIMEINDEX, FileKind.TXNINDEX) and f.base_offset not in logs:
-            rep.findings.append(finding("ORPHAN_INDEX", f"{name} has no {f.base_offset:020d}.log", name))
-        elif f.kind == FileKind.LOGTOOL_TEMP:
-            rep.findings.append(finding("LOGTOOL_TEMP_LEFTOVER", f"{name} was left by an interrupted logtool repair", name))
-        elif f.kind == FileKind.UNKNOWN:
-            if name.endswith((".log", ".index", ".timeindex", ".txnindex")):
-                rep.findings.append(finding("BAD_SEGMENT_NAME", f"{name}: the broker cannot parse a base offset from it", name))
-            elif name in _TMP_COPIES:
-                rep.findings.append(finding("TMP_LEFTOVER", f"an interrupted rewrite of {name[:-4]}", name))
-            else:
-                rep.findings.append(finding("UNKNOWN_FILE", f"{name} is not a file Kafka writes", name))
-        elif f.kind == FileKind.PARTITION_METADATA:
-            text = side_text(part.side(name), rep.findings)
-            if text is not None:
-                try:
-                    partition_metadata(text)
-                except MetaError as e:
-                    rep.findings.append(finding("PARTITION_METADATA_INVALID", str(e), name))
+        if f.kind == FileKind.PARTITION_METADATA:
+            _check_partition_metadata(part, name, rep)
         elif f.kind == FileKind.LEADER_EPOCH:
             text = side_text(part.side(name), rep.findings)
             if text is not None:
-                rep.findings += check_leader_epochs(text, [r for s in rep.segments for r in s.epoch_runs], rep.facts)
-        elif f.kind == FileKind.SNAPSHOT:
-            side = part.side(name)
-            if side.data is None:
-                rep.findings.append(finding(side.problem_kind, f"cannot read {name}: {side.error or 'it is gone'}", name))
-            else:
-                try:
-                    entries = producer_snapshot(side.data)
-                except MetaError as e:
-                    rep.findings.append(finding("PRODUCER_SNAPSHOT_INVALID", str(e), name))
-                else:
-                    if not rep.facts.recovery_cuts:  # past damage, what the log says is not what was written
-                        rep.findings += check_snapshot(name, f.base_offset, entries, replay)
-            _check_snapshot_offset(name, f.base_offset, rep)
+                rep.findings += check_leader_epochs(text, [r for s in rep.segments for r in s.epoch_runs], facts)
+        elif f.kind == FileKind.SNAPSHOT and f.base_offset is not None:
+            _check_snapshot_file(part, name, f.base_offset, rep, replay, facts)
+        else:
+            problem = _name_finding(name, f, logs)
+            if problem is not None:
+                rep.findings.append(problem)
 
 
-def _check_snapshot_offset(name: str, offset: int, rep: PartitionReport) -> None:
+def _check_partition_metadata(part: Partition, name: str, rep: PartitionReport) -> None:
+    text = side_text(part.side(name), rep.findings)
+    if text is not None:
+        try:
+            partition_metadata(text)
+        except MetaError as e:
+            rep.findings.append(finding("PARTITION_METADATA_INVALID", str(e), name))
+
+
+def _name_finding(name: str, f: FileName, logs: set[int | None]) -> Finding | None:
+    """What a file's name alone tells is wrong with it in a partition dir (`logs`: the segments' base offsets)."""
+    if f.kind == FileKind.LEFTOVER:
+        assert f.leftover is not None  # classify_file names every leftover's suffix
+        return finding("LEFTOVER_FILE", f"{name}: a {f.leftover[1:]} leftover the broker "
+                                        f"{'discards' if f.leftover != '.swap' else 'applies'} at load", name)
+    if f.kind in (FileKind.INDEX, FileKind.TIMEINDEX, FileKind.TXNINDEX) and f.base_offset not in logs:
+        return finding("ORPHAN_INDEX", f"{name} has no {f.base_offset:020d}.log", name)
+    if f.kind == FileKind.LOGTOOL_TEMP:
+        return finding("LOGTOOL_TEMP_LEFTOVER", f"{name} was left by an interrupted logtool repair", name)
+    if f.kind != FileKind.UNKNOWN:
+        return None
+    if name.endswith((".log", ".index", ".timeindex", ".txnindex")):
+        return finding("BAD_SEGMENT_NAME", f"{name}: the broker cannot parse a base offset from it", name)
+    if name in _TMP_COPIES:
+        return finding("TMP_LEFTOVER", f"an interrupted rewrite of {name[:-4]}", name)
+    return finding("UNKNOWN_FILE", f"{name} is not a file Kafka writes", name)
+
+
+def _check_snapshot_file(part: Partition, name: str, offset: int, rep: PartitionReport, replay: Replay,
+                         facts: PartitionFacts) -> None:
+    """A producer snapshot taken at `offset`: readable, agreeing with the log's replay, not past the log end."""
+    side = part.side(name)
+    if side.data is None:
+        rep.findings.append(finding(side.problem_kind, f"cannot read {name}: {side.error or 'it is gone'}", name))
+    else:
+        try:
+            entries = producer_snapshot(side.data)
+        except MetaError as e:
+            rep.findings.append(finding("PRODUCER_SNAPSHOT_INVALID", str(e), name))
+        else:
+            if not facts.recovery_cuts:  # past damage, what the log says is not what was written
+                rep.findings += check_snapshot(name, offset, entries, replay)
+    _check_snapshot_offset(name, offset, facts, rep)
+
+
+def _check_snapshot_offset(name: str, offset: int, facts: PartitionFacts, rep: PartitionReport) -> None:
     """A snapshot is named after the next offset when it was taken; it can be at the log end, not past it."""
-    end = rep.facts.log_end
+    end = facts.log_end
     if end is not None and offset > end:
         rep.findings.append(finding("PRODUCER_SNAPSHOT_BEYOND_LOG", f"taken at offset {offset}, past the log end "
                                     f"offset {end}", name, offset=offset))

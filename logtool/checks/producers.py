@@ -53,12 +53,15 @@ class ProducerCheck:
             if pid < 0 or v.magic < 2:
                 continue
             # The common case inline (a producer's next data batch, its sequences following on, no
-            # transaction to open): a fifth of what `feed` costs, on every batch of an idempotent producer.
+            # transaction to open): a fraction of what `feed` costs, on every batch of an idempotent producer
+            # (the walk's cost: bench/results/kernel.md).
             span = spans.get(pid)
-            if span is not None and not v.attributes & 0x20 and (span.open_after is not None or not v.attributes & 0x10):
+            if (span is not None and not v.attributes & 0x20
+                    and (span.open_after is not None or not v.attributes & 0x10)):
                 last = span.last_data
                 seq, epoch = v.base_sequence, v.producer_epoch
                 if last is not None and last[0] == epoch == span.last_epoch and seq == last[1] + 1:
+                    assert v.base_offset is not None  # a v2 header holds it; only legacy wrappers lack one
                     delta = v.last_offset - v.base_offset
                     if seq <= _INT32_MAX - delta:  # no wrap: `last_sequence` without its call
                         span.last_data = (epoch, seq + delta, v.last_offset)
@@ -69,19 +72,21 @@ class ProducerCheck:
         pid = v.producer_id
         if pid < 0 or v.magic < 2:
             return
+        base, count = v.base_offset, v.count
+        assert base is not None and count is not None  # a v2 header holds both; only legacy wrappers lack them
         span = self.spans.get(pid)
         control = bool(v.attributes & 0x20)
         data = None if control or v.base_sequence < 0 else \
-            (v.producer_epoch, v.base_sequence, v.last_sequence, v.base_offset)
+            (v.producer_epoch, v.base_sequence, v.last_sequence, base)
         if span is None:
-            span = self.spans[pid] = ProducerSpan(v.producer_epoch, v.position, v.base_offset, v.producer_epoch)
+            span = self.spans[pid] = ProducerSpan(v.producer_epoch, v.position, base, v.producer_epoch)
         else:
             self.sink.walked.at = v.position
-            for name, message in follows(pid, span.last_epoch, span.last_data, v.producer_epoch, v.base_offset, data):
-                self.sink.add(name, message, v.position, v.base_offset)
+            for name, message in follows(pid, span.last_epoch, span.last_data, v.producer_epoch, base, data):
+                self.sink.add(name, message, v.position, base)
             span.last_epoch = v.producer_epoch
         if control:
-            if v.count > 0:  # a marker (a control batch the cleaner emptied ends nothing)
+            if count > 0:  # a marker (a control batch the cleaner emptied ends nothing)
                 span.marker, span.open_after = True, None
             return
         if data is not None:
@@ -89,11 +94,11 @@ class ProducerCheck:
                 span.first_data = data
             span.last_data = data[0], data[2], v.last_offset
         if v.attributes & 0x10 and span.open_after is None:
-            span.open_after = (v.base_offset, v.first_record_timestamp)
+            span.open_after = (base, v.first_record_timestamp)
 
 
-def follows(pid: int, last_epoch: int, last_data: tuple | None, epoch: int, offset: int,
-            data: tuple | None) -> list[tuple[str, str]]:
+def follows(pid: int, last_epoch: int, last_data: tuple[int, int, int] | None, epoch: int, offset: int,
+            data: tuple[int, int, int, int] | None) -> list[tuple[str, str]]:
     """What is wrong with a producer's batch of `epoch` at `offset` (its sequences `data`: epoch, base and
     last sequence, base offset; None for a marker or a batch without sequences) coming after its batches
     of epoch `last_epoch`, the last with sequences being `last_data` (epoch, last sequence, last offset)."""
@@ -152,38 +157,49 @@ def check_producers(segments, transaction_timeout_ms: int = DEFAULT_TRANSACTION_
         if seg.max_timestamp is not None:
             last_ts = seg.max_timestamp if last_ts is None else max(last_ts, seg.max_timestamp)
         for pid, span in seg.producers.items():
-            known = state.get(pid)
-            if known is None:
-                known = state[pid] = ProducerState(span.first_epoch, None)
-            else:
-                for name, message in _follows_span(pid, known, span):
-                    sink.add(name, message, span.first_position, span.first_offset, file=seg.file)
-            known.epoch = span.last_epoch
-            if span.last_data is not None:
-                known.last_data = span.last_data
-            if span.marker:
-                known.open_txn = span.open_after
-            elif known.open_txn is None:
-                known.open_txn = span.open_after
+            _join_span(pid, span, state, sink, seg.file)
     if segments and _end(segments) in keep_at:
         states_at[_end(segments)] = state
     for pid, s in sorted(state.items()):
-        if s.open_txn is None:
-            continue
-        first, ts = s.open_txn
-        age = None if last_ts is None or ts < 0 else last_ts - ts
-        if age is not None and age > transaction_timeout_ms:
-            where = f"--topic {topic} --partition {partition}" if topic is not None else "--topic T --partition P"
-            sink.add("TRANSACTION_HANGING",
-                     f"producer {pid} (epoch {s.epoch}) opened a transaction at offset {first} that no marker ends, "
-                     f"{age // 1000} s before the partition's last timestamp (timeout {transaction_timeout_ms // 1000} s): "
-                     f"read_committed consumers cannot read past offset {first}. Abort it with: kafka-transactions.sh "
-                     f"--bootstrap-server HOST:PORT abort {where} --start-offset {first}", offset=first)
-        else:
-            sink.add("TRANSACTION_OPEN", f"producer {pid} (epoch {s.epoch}) has a transaction open since offset {first}"
-                     + (f", {age // 1000} s before the partition's last timestamp" if age is not None else ""),
-                     offset=first)
+        if s.open_txn is not None:
+            _open_transaction(pid, s, s.open_txn, last_ts, transaction_timeout_ms, topic, partition, sink)
     return Replay(sink.done(), states_at)
+
+
+def _join_span(pid: int, span: ProducerSpan, state: dict[int, ProducerState], sink: Sink, file: str) -> None:
+    """A segment's span of a producer after the state the earlier segments left (`state`, brought up to it)."""
+    known = state.get(pid)
+    if known is None:
+        known = state[pid] = ProducerState(span.first_epoch, None)
+    else:
+        for name, message in _follows_span(pid, known, span):
+            sink.add(name, message, span.first_position, span.first_offset, file=file)
+    known.epoch = span.last_epoch
+    if span.last_data is not None:
+        known.last_data = span.last_data
+    if span.marker:
+        known.open_txn = span.open_after
+    elif known.open_txn is None:
+        known.open_txn = span.open_after
+
+
+def _open_transaction(pid: int, s: ProducerState, open_txn: tuple[int, int], last_ts: int | None, timeout_ms: int,
+                      topic: str | None, partition: int | None, sink: Sink) -> None:
+    """A transaction open at the log end (`open_txn`: its first offset and timestamp): hanging when it is
+    older than the timeout at the partition's last timestamp."""
+    first, ts = open_txn
+    age = None if last_ts is None or ts < 0 else last_ts - ts
+    if age is not None and age > timeout_ms:
+        where = f"--topic {topic} --partition {partition}" if topic is not None else "--topic T --partition P"
+        sink.add("TRANSACTION_HANGING",
+                 f"producer {pid} (epoch {s.epoch}) opened a transaction at offset {first} that no marker ends, "
+                 f"{age // 1000} s before the partition's last timestamp (timeout {timeout_ms // 1000} s): "
+                 f"read_committed consumers cannot read past offset {first}. Abort it with: kafka-transactions.sh "
+                 f"--bootstrap-server HOST:PORT abort {where} --start-offset {first}", offset=first)
+    else:
+        sink.add("TRANSACTION_OPEN", f"producer {pid} (epoch {s.epoch}) has a transaction open since offset {first}"
+                 + (f", {age // 1000} s before the partition's last timestamp" if age is not None else ""),
+                 offset=first)
 
 
 def _end(segments) -> int:
@@ -218,5 +234,6 @@ def check_snapshot(name: str, offset: int, entries, replay: Replay) -> list[Find
             found.append(finding("PRODUCER_SNAPSHOT_MISMATCH",
                                  f"producer {e.producer_id}: the snapshot says epoch {e.epoch}, last sequence "
                                  f"{e.last_sequence} at offset {e.last_offset}; the log before offset {offset} says "
-                                 f"epoch {s.epoch}, last sequence {last_seq} at offset {last_offset}", name, offset=offset))
+                                 f"epoch {s.epoch}, last sequence {last_seq} at offset "
+                                 f"{last_offset}", name, offset=offset))
     return found

@@ -13,7 +13,7 @@ from logtool.checks.producers import ProducerCheck, ProducerSpan
 from logtool.checks.index import OffsetIndexCheck, TimeIndexCheck, TxnIndexCheck
 from logtool.checks.records import check_records
 from logtool.format import kernel
-from logtool.format.batch import MAX_SEGMENT_BYTES, BatchView, codec_name
+from logtool.format.batch import MAX_SEGMENT_BYTES, BatchView, FrameStop, codec_name
 from logtool.format.index import MAX_RELATIVE_OFFSET
 from logtool.store.segment import Lens, Segment, WalkOutcome, feeder
 
@@ -68,18 +68,19 @@ class _BatchRules:
         self.epoch, self.run_start = -1, 0  # leader epoch of the current run of batches, and its first offset
 
     def feed(self, v: BatchView) -> None:
-        self.feed_many((v,))
+        self.feed_many([v])
 
-    def feed_many(self, views) -> None:
-        if kernel.KERNEL is not None:
+    def feed_many(self, views: list[BatchView]) -> None:
+        fast = kernel.KERNEL
+        if fast is not None:
             if self.prev_last is None and len(views) > 1:  # the first batch is held to the file name here
                 self._feed_each(views[:1])
                 views = views[1:]
-            if self.prev_last is not None and self._take_plain_run(views):
+            if self.prev_last is not None and self._take_plain_run(fast, views, self.prev_last):
                 return
         self._feed_each(views)
 
-    def _feed_each(self, views) -> None:
+    def _feed_each(self, views: Sequence[BatchView]) -> None:
         # Once per batch: plain field reads into locals (BatchView properties cost a call), the rare findings
         # through helpers.
         rep, base, codec_ids, magics, walked = self.rep, self.base, self.codec_ids, self.rep.magic, self.sink.walked
@@ -93,7 +94,8 @@ class _BatchRules:
             elif (backwards := offsets_go_back(prev, v)) is not None:
                 self._report("OFFSET_NOT_INCREASING", backwards, v, first)
             if not 0 <= last - base <= MAX_RELATIVE_OFFSET:
-                self._report("OFFSET_OVERFLOW", f"offset {last} is not within 2^31-1 of the segment base {base}", v, last)
+                self._report("OFFSET_OVERFLOW", f"offset {last} is not within 2^31-1 of the segment base "
+                                                f"{base}", v, last)
             if magic > 2:
                 self._report("UNKNOWN_MAGIC", f"batch at byte {v.position} has magic {magic}", v, first)
             if codec > 4 or (magic < 2 and codec > 3):
@@ -113,13 +115,13 @@ class _BatchRules:
         self.prev_last = prev
         rep.last_offset, rep.max_timestamp = prev, max_ts
 
-    def _take_plain_run(self, views: list[BatchView]) -> bool:
+    def _take_plain_run(self, fast: kernel.Kernel, views: list[BatchView], prev_last: int) -> bool:
         """A run the loop below would find nothing in, summed up by the kernel: True once it is taken."""
-        plain = kernel.KERNEL.plain_run(views, self.base)
+        plain = fast.plain_run(views, self.base)
         if plain is None:
             return False
         first, last, max_ts, codecs, magics, epoch = plain
-        if first <= self.prev_last or epoch != self.epoch:
+        if first <= prev_last or epoch != self.epoch:
             return False
         rep = self.rep
         self.sink.walked.at = views[-1].position
@@ -136,7 +138,8 @@ class _BatchRules:
             self._report("FIRST_OFFSET_BELOW_NAME", f"first batch starts at offset {first}, below the base offset "
                                                     f"{self.base} in the file name", v, first)
         elif first > self.base:
-            self._report("FIRST_OFFSET_ABOVE_NAME", f"first batch starts at offset {first}; the file name says {self.base}",
+            self._report("FIRST_OFFSET_ABOVE_NAME", f"first batch starts at offset {first}; the file name says "
+                                                    f"{self.base}",
                          v, first)
 
     def _report(self, kind: str, message: str, v: BatchView, offset: int) -> None:
@@ -161,15 +164,18 @@ _WRITE_IN_PROGRESS = {"TORN_BATCH", "SHORT_TAIL", "ZERO_TAIL", "CRC_MISMATCH", "
 RECHECK_SECONDS = 0.2
 
 
-def _being_written(seg: Segment, walk: WalkOutcome) -> bool:
+def _being_written(seg: Segment, stop: FrameStop) -> bool:
     """A live broker's last segment that stopped like a write in progress is looked at once more, after a
     short wait: if the file changed since it was opened, its tail was being written, not damaged."""
-    if walk.stop.reason not in _WRITE_IN_PROGRESS:
+    if stop.reason not in _WRITE_IN_PROGRESS:
         return False
     if seg.changed_since_opened():
         return True
     time.sleep(RECHECK_SECONDS)
     return seg.changed_since_opened()
+
+
+IndexCheck = OffsetIndexCheck | TimeIndexCheck | TxnIndexCheck
 
 
 def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | None = None,
@@ -183,27 +189,12 @@ def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | Non
     `writer` names the running broker that may be appending to this segment (the partition's last), if any:
     it is asked only when the walk stops short."""
     name = seg.log_path.name
-    indexed = name.endswith(".log")
     rep = SegmentReport(name, seg.base_offset, seg.file_size)
     sink = Sink(name)
     rules = _BatchRules(seg, rep, sink)
     fed: list[Lens] = [rules]
-    index_checks = []
     # A KRaft snapshot (.checkpoint) is batches as a segment is, with no index beside it.
-    for suffix, check in ((".index", OffsetIndexCheck), (".timeindex", TimeIndexCheck)) if indexed else ():
-        side = seg.side(suffix)
-        rep.indexes[suffix[1:]] = side.size if side.exists else None
-        if side.exists:
-            index_checks.append(check(side, seg.base_offset, active, sink))
-        elif seg.file_size:
-            sink.add("INDEX_MISSING" if suffix == ".index" else "TIMEINDEX_MISSING", "no such file beside the segment",
-                     file=side.name)
-    txn = seg.side(".txnindex") if indexed else None
-    if txn is not None and txn.exists:
-        rep.indexes["txnindex"] = txn.size
-    if txn is not None:
-        index_checks.append(TxnIndexCheck(txn, seg.base_offset, seg.buf,
-                                          txns if txns is not None else TxnTracker(history_complete=False), sink))
+    index_checks = _index_checks(seg, rep, sink, active, txns) if name.endswith(".log") else []
     fed += index_checks
     producers = ProducerCheck(sink)
     fed.append(producers)
@@ -216,29 +207,13 @@ def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | Non
     if seg.file_size == 0:
         sink.add("EMPTY_SEGMENT", "the segment is empty")
     walk = WalkOutcome(seg.file_size)
-    records = 0
-    buf = seg.buf
-    feeds = [feeder(lens) for lens in fed]
-    for views in seg.walk_runs(walk, reads_bytes=deep):
-        for feed in feeds:
-            feed(views)
-        if deep:
-            for view in views:
-                sink.walked.at = view.position
-                records += check_records(buf, view, sink)
+    records = _walk(seg, walk, fed, deep, sink)
     sink.walked.at = seg.file_size  # what the lenses find at the end comes after what they found on the way
     rules.finish()
     rep.valid_bytes, rep.batches = walk.valid_bytes, walk.batches
     rep.records = records if deep else None
-    writer_pid = writer() if walk.stop is not None and writer is not None else None
-    if walk.stop is not None and writer_pid is not None and _being_written(seg, walk):
-        sink.add("TAIL_BEING_WRITTEN", f"{walk.size - walk.stop.position} bytes after byte {walk.stop.position} "
-                                       f"were being written while they were read; the broker (pid {writer_pid}) holds "
-                                       f"the log dir's lock and is running", walk.stop.position)
-    elif walk.stop is not None:
-        if walk.shrunk_at is None:  # a file cut under the reader is not damage recovery would cut
-            rep.first_invalid_position = walk.stop.position
-        sink.append(walk.stop_finding(name, active, snapshot=not indexed))
+    if walk.stop is not None:
+        _report_stop(seg, walk, walk.stop, rep, sink, active, writer)
     for check in index_checks:
         check.finish(walk, rep.last_offset)
 
@@ -247,6 +222,61 @@ def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | Non
         rep.commits = {"first": commits.first, "last": commits.last}
     rep.findings = sink.done()
     return rep
+
+
+def _index_checks(seg: Segment, rep: SegmentReport, sink: Sink, active: bool,
+                  txns: TxnTracker | None) -> list[IndexCheck]:
+    """The lenses that hold the segment's index files to its batches (a missing one reported here), and the
+    sizes of those files in `rep`."""
+    checks: list[IndexCheck] = []
+    for suffix, make in ((".index", OffsetIndexCheck), (".timeindex", TimeIndexCheck)):
+        side = seg.side(suffix)
+        rep.indexes[suffix[1:]] = side.size if side.exists else None
+        if side.exists:
+            checks.append(make(side, seg.base_offset, active, sink))
+        elif seg.file_size:
+            sink.add("INDEX_MISSING" if suffix == ".index" else "TIMEINDEX_MISSING", "no such file beside the segment",
+                     file=side.name)
+    txn = seg.side(".txnindex")
+    if txn.exists:
+        rep.indexes["txnindex"] = txn.size
+    checks.append(TxnIndexCheck(txn, seg.base_offset, seg.buf,
+                                txns if txns is not None else TxnTracker(history_complete=False), sink))
+    return checks
+
+
+def _walk(seg: Segment, walk: WalkOutcome, lenses: list[Lens], deep: bool, sink: Sink) -> int:
+    """Feed every lens the walk's runs of batches; with `deep`, decode each batch's records into `sink`'s
+    findings too. Returns how many records were decoded."""
+    records = 0
+    buf = seg.buf
+    feeds = [feeder(lens) for lens in lenses]
+    for views in seg.walk_runs(walk, reads_bytes=deep):
+        for feed in feeds:
+            feed(views)
+        if deep:
+            for view in views:
+                sink.walked.at = view.position
+                records += check_records(buf, view, sink)
+    return records
+
+
+def _report_stop(seg: Segment, walk: WalkOutcome, stop: FrameStop, rep: SegmentReport, sink: Sink, active: bool,
+                 writer: Callable[[], int | None] | None) -> None:
+    """Why the walk stopped before the end of the file (`stop`): a tail a running broker was writing, or
+    where the valid prefix ends."""
+    writer_pid = writer() if writer is not None else None
+    if writer_pid is not None and _being_written(seg, stop):
+        sink.add("TAIL_BEING_WRITTEN", f"{walk.size - stop.position} bytes after byte {stop.position} "
+                                       f"were being written while they were read; the broker (pid {writer_pid}) holds "
+                                       f"the log dir's lock and is running", stop.position)
+        return
+    if walk.shrunk_at is None:  # a file cut under the reader is not damage recovery would cut
+        rep.first_invalid_position = stop.position
+    name = seg.log_path.name
+    stopped = walk.stop_finding(name, active, snapshot=not name.endswith(".log"))
+    if stopped is not None:  # (always: the walk stopped)
+        sink.append(stopped)
 
 
 def check_records_file(path: Path, deep: bool) -> list[Finding]:

@@ -14,7 +14,7 @@ from logtool.render.progress import progress
 from logtool.render.verdict import render_verdicts
 
 
-def checked(label: str, paths: tuple[Path, ...], deep: bool, **run_options) -> Report:
+def check_with_progress(label: str, paths: tuple[Path, ...], deep: bool, **run_options) -> Report:
     """Every check over PATHs, with a progress bar on a terminal; `run_options` go to `checks.engine.run_checks`."""
     if not paths:
         raise click.UsageError("give at least one PATH (a log dir, partition dir or .log file)")

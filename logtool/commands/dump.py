@@ -47,21 +47,24 @@ def _time(text: str | None) -> int | None:
 @click.option("--to-offset", type=click.IntRange(min=0), help="last offset (inclusive)")
 @click.option("--from-time", help=f"start at the first record at or after this time ({TIME_FORMS})")
 @click.option("--to-time", help=f"end before the first record after this time ({TIME_FORMS})")
-@click.option("--max-records", type=click.IntRange(min=1), help="stop after this many records (batches with --batches-only)")
+@click.option("--max-records", type=click.IntRange(min=1),
+              help="stop after this many records (batches with --batches-only)")
 @click.option("--batches-only", is_flag=True, help="one line or object per batch; records are not decoded")
 @click.option("--print-data", is_flag=True, help="text: print keys and payloads (kafka-dump-log's --print-data-log)")
-@click.option("--key-decoder", metavar="NAME", help="how keys are shown: string (text's default: Kafka's, bad UTF-8 as U+FFFD), utf8 (JSON's default: bad bytes "
-              "escaped as \\xNN), hex, base64, json, none, or a plugin")
+@click.option("--key-decoder", metavar="NAME",
+              help="how keys are shown: string (text's default: Kafka's, bad UTF-8 as U+FFFD), utf8 (JSON's "
+                   "default: bad bytes escaped as \\xNN), hex, base64, json, none, or a plugin")
 @click.option("--value-decoder", metavar="NAME", help="how values and header values are shown (same names)")
-@click.option("--decoder", "record_decoder", type=click.Choice(["auto", "offsets", "transaction-log", "cluster-metadata",
-                                                                "plain"]),
+@click.option("--decoder", "record_decoder",
+              type=click.Choice(["auto", "offsets", "transaction-log", "cluster-metadata", "plain"]),
               help="decode an internal topic's keys and values as Kafka's schemas define them: offsets "
                    "(__consumer_offsets), transaction-log (__transaction_state), cluster-metadata "
                    "(__cluster_metadata and KRaft snapshots), auto (by the topic's name); plain: the key and value "
                    "decoders. Text: kafka-dump-log's --offsets-decoder, --transaction-log-decoder, "
                    "--cluster-metadata-decoder lines. [default: auto in JSON, plain in text]")
-@click.option("--salvage", is_flag=True, help="after damage, read on: a batch whose CRC fails is shown as its bytes read, "
-              "marked unverified; bytes no batch starts in are skipped, marked")
+@click.option("--salvage", is_flag=True,
+              help="after damage, read on: a batch whose CRC fails is shown as its bytes read, marked unverified; "
+                   "bytes no batch starts in are skipped, marked")
 @click.option("--index-sanity-check", "sanity", is_flag=True,
               help="for .index and .timeindex files: only Kafka's load-time sanity check (as kafka-dump-log's flag)")
 @click.option("--verify-index-only", "verify_only", is_flag=True,
@@ -69,8 +72,8 @@ def _time(text: str | None) -> int | None:
 @format_option
 def command(paths: tuple[Path, ...], from_offset: int | None, to_offset: int | None, from_time: str | None,
             to_time: str | None, max_records: int | None, batches_only: bool, print_data: bool,
-            key_decoder: str | None, value_decoder: str | None, record_decoder: str | None, salvage: bool, sanity: bool, verify_only: bool,
-            fmt: str) -> int:
+            key_decoder: str | None, value_decoder: str | None, record_decoder: str | None, salvage: bool, sanity: bool,
+            verify_only: bool, fmt: str) -> int:
     """Print the records of partition dirs, log dirs or .log files, from any offset or time range.
 
     Offsets are inclusive. A time range becomes an offset range as Kafka's ListOffsets answers it: from the

@@ -8,6 +8,8 @@ from logtool import exitcodes
 
 
 class Failure(click.ClickException):
-    def __init__(self, message: str, exit_code: int = exitcodes.OPERATIONAL):
+    def __init__(self, message: str, exit_code: int = exitcodes.OPERATIONAL) -> None:
         super().__init__(message)
-        self.exit_code = exit_code
+        # click declares exit_code a ClassVar; each Failure carries its own (cli.main reads it), which
+        # Python allows an instance to shadow.
+        self.exit_code = exit_code  # type: ignore[misc]

@@ -16,8 +16,10 @@ from logtool.store.seek import SeekError, seek_offset, seek_timestamp
 
 
 @click.command("find", short_help="Find the batch holding an offset or a time.", epilog=epilog([
-    ("logtool find /var/lib/kafka/data/orders-0 --offset 1500000", "the segment, byte and batch holding offset 1500000"),
-    ("logtool find orders-0 --timestamp 2024-05-01T09:30:00Z", "the first record at or after that time, as ListOffsets"),
+    ("logtool find /var/lib/kafka/data/orders-0 --offset 1500000",
+     "the segment, byte and batch holding offset 1500000"),
+    ("logtool find orders-0 --timestamp 2024-05-01T09:30:00Z",
+     "the first record at or after that time, as ListOffsets"),
     ("logtool find orders-0 --offset 42 --format json | jq .position", "the byte position, for a script"),
 ], "4 here: the offset or time is not in the partition."))
 @click.argument("path", type=PATH)
@@ -39,7 +41,11 @@ def command(path: Path, offset: int | None, when: str | None, fmt: str) -> int:
             if meter.shown:
                 meter.total(part.log_bytes())
             part.read_under(meter.reading(None))
-            hit = seek_offset(part, offset) if offset is not None else seek_timestamp(part, parse_time(when))
+            if offset is not None:
+                hit = seek_offset(part, offset)
+            else:
+                assert when is not None  # exactly one of the two is given (checked above)
+                hit = seek_timestamp(part, parse_time(when))
     except SeekError as e:  # not there: an answer about the data, as a damaged partition is
         raise Failure(str(e), exitcodes.PROBLEMS) from None
     except OSError as e:

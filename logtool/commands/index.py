@@ -16,7 +16,7 @@ from logtool.commands.repairing import command_line, finish_unfinished, writing
 from logtool.commands.options import PATH, epilog, fail_on_option, format_choice, format_option
 from logtool import exitcodes
 from logtool.recovery import index_rebuild
-from logtool.commands.checking import checked, emit
+from logtool.commands.checking import check_with_progress, emit
 from logtool.render.jsonout import emit_json
 from logtool.render.progress import progress
 from logtool.render.repair import undo_lines
@@ -54,7 +54,7 @@ def _only_index_findings(report: Report) -> Report:
 def verify_command(paths, fmt: str, fail_on: str, show_info: bool) -> int:
     """Every .index, .timeindex and .txnindex against its log: Kafka's load-time sanity checks, then
     entry by entry."""
-    report = _only_index_findings(checked("index verify", paths, deep=False))
+    report = _only_index_findings(check_with_progress("index verify", paths, deep=False))
     return emit(report, fmt, lambda r: render_verify(r, show_info),
                 report.exit_code(Severity.ERROR if fail_on == "error" else Severity.WARNING))
 
@@ -83,18 +83,19 @@ def rebuild_command(paths, do_apply: bool, quarantine: Path | None, index_interv
         raise click.UsageError("give at least one PATH (a log dir, partition dir or .log file)")
     if do_apply and quarantine is None:
         raise click.UsageError("--apply needs --quarantine DIR (outside the log dir): replaced files are kept there")
-    resumed = finish_unfinished(quarantine, list(paths)) if do_apply else []
+    keep_in = quarantine if do_apply else None  # (--apply comes with --quarantine: checked above)
+    resumed = finish_unfinished(keep_in, list(paths)) if keep_in is not None else []
     with progress("index rebuild") as meter:
         plans, problems = index_rebuild.plan_paths(list(paths), index_interval_bytes, force, meter.reading(None),
                                                    meter.sizing)
     for line in problems:
         print(f"logtool: {line}", file=sys.stderr)
     written = 0
-    if do_apply and any(p.pending for p in plans):
-        again = command_line("index", "rebuild", "--apply", "--quarantine", quarantine, "--index-interval-bytes",
+    if keep_in is not None and any(p.pending for p in plans):
+        again = command_line("index", "rebuild", "--apply", "--quarantine", keep_in, "--index-interval-bytes",
                              index_interval_bytes, *["--force"] * force, *paths)
         with writing():
-            run_dir, written = index_rebuild.rebuild(plans, quarantine, again)
+            run_dir, written = index_rebuild.rebuild(plans, keep_in, again)
         for line in undo_lines(run_dir, "replaced files"):
             print(line, file=sys.stderr)
     rc = _rebuild_exit_code(plans, problems, do_apply, written + len(resumed))
@@ -134,9 +135,10 @@ def _render(plans, applied: bool) -> None:
             new = f"{entries(d['new_entries'])} ({d['new_size']} bytes)"
             out.print(f"  {escape(Path(d['file']).name)}: {old} -> {new}")
         for name in p.valid_prefix_short:
-            out.print(f"  [yellow]{name}[/]: indexed up to the end of its valid prefix; the damaged tail is not indexed")
+            out.print(f"  [yellow]{name}[/]: indexed up to the end of its valid prefix; "
+                      "the damaged tail is not indexed")
         for line in p.unreadable:
             out.print(f"  [red]{line}[/]: left as it is")
         for name in p.overflow:
-            out.print(f"  [red]{name}[/]: holds offsets more than 2^31-1 past its base (LT112 OFFSET_OVERFLOW), which no "
-                      f"index can hold; Kafka splits such a segment at load: its indexes are left as they are")
+            out.print(f"  [red]{name}[/]: holds offsets more than 2^31-1 past its base (LT112 OFFSET_OVERFLOW), "
+                      "which no index can hold; Kafka splits such a segment at load: its indexes are left as they are")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import click
@@ -37,8 +37,8 @@ def epilog(examples: list[tuple[str, str]], exit_note: str = "") -> str:
         lines += [f"  {command}", f"      {what}"]
     return "\n".join(lines) + f"\n\nExit codes: {EXIT_CODES}" + (f" {exit_note}" if exit_note else "")
 deep_option = click.option("--deep", is_flag=True, help="also decompress and check every record")
-fail_on_option = click.option("--fail-on", type=click.Choice(["warning", "error"]), default="warning", show_default=True,
-                              help="the least severity that makes the exit code 4")
+fail_on_option = click.option("--fail-on", type=click.Choice(["warning", "error"]), default="warning",
+                              show_default=True, help="the least severity that makes the exit code 4")
 max_read_rate_option = click.option(
     "--max-read-rate", type=click.FloatRange(min=0, min_open=True), metavar="MB/s",
     help="read segments at most this fast (MB = 10^6 bytes), to share the disk with a live broker")
@@ -61,7 +61,7 @@ def parse_time(text: str) -> int:
     except ValueError:
         raise click.BadParameter(f"{text!r} is neither epoch milliseconds nor an ISO-8601 time") from None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     return int(moment.timestamp() * 1000)
 
 

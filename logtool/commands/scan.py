@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from logtool.commands.options import PATH, epilog, format_option
-from logtool.commands.checking import checked, emit
+from logtool.commands.checking import check_with_progress, emit
 from logtool.render.text import render_inventory
 
 
@@ -19,5 +19,5 @@ def command(paths, fmt: str) -> int:
     """Inventory of log dirs, partition dirs or .log files: partitions, segments, offsets, timestamps,
     formats, indexes and log-dir files, with each batch's CRC checked on the way (as verify does without
     --deep)."""
-    report = checked("scan", paths, deep=False)
+    report = check_with_progress("scan", paths, deep=False)
     return emit(report, fmt, render_inventory, report.exit_code())

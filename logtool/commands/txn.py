@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
@@ -30,7 +31,7 @@ def command(paths, transaction_timeout_ms: int, fmt: str) -> int:
     if not paths:
         raise click.UsageError("give at least one PATH (a log dir, partition dir or .log file)")
     report = Report()
-    parts = []
+    parts: list[dict[str, Any]] = []
     for target in plan_targets(list(paths), report):
         part = open_target(target)
         if isinstance(part, PartitionReport):

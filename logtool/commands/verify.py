@@ -6,7 +6,7 @@ import click
 from logtool.findings import KINDS, Severity, lookup
 from logtool.commands.options import (PATH, deep_option, epilog, fail_on_option, format_option, max_read_rate_option,
                                       spare_page_cache_option, transaction_timeout_option)
-from logtool.commands.checking import checked, emit
+from logtool.commands.checking import check_with_progress, emit
 from logtool.recovery.verdict import verdicts
 from logtool.render.text import render_kind, render_verify
 from logtool.store.pacing import read_policy
@@ -16,8 +16,8 @@ def _explain(ctx: click.Context, _param, value: str | None) -> None:
     if value is None or ctx.resilient_parsing:
         return
     if value.lower() == "all":
-        for k in KINDS:
-            render_kind(k)
+        for kind in KINDS:
+            render_kind(kind)
         ctx.exit(0)
     k = lookup(value)
     if k is None:
@@ -48,7 +48,7 @@ def command(paths, deep: bool, fmt: str, fail_on: str, max_read_rate: float | No
     """Check every CRC and invariant of log dirs, partition dirs or .log files, as Kafka's recovery and
     load-time checks would, and list what is wrong (each finding with its code; --explain CODE says what it
     means and what to do)."""
-    report = checked("verify", paths, deep, reading=read_policy(max_read_rate, spare_page_cache),
+    report = check_with_progress("verify", paths, deep, reading=read_policy(max_read_rate, spare_page_cache),
                      transaction_timeout_ms=transaction_timeout_ms)
     return emit(report, fmt, lambda r: render_verify(r, show_info),
                 report.exit_code(Severity.ERROR if fail_on == "error" else Severity.WARNING), verdicts(report))

@@ -13,6 +13,8 @@ import lz4.block
 import snappy
 import zstandard
 
+from logtool.format import Bytes
+
 # What one batch may decompress to. Producers cap a batch near 1 MB compressed (max.request.size); 64 MiB
 # allows a ratio of 64:1 on the largest, and keeps a bomb (decoded, plus the decoder's own buffer) within
 # the 300 MB a check may take.
@@ -28,7 +30,7 @@ class CodecError(Exception):
     """The payload cannot be decompressed the way Kafka would."""
 
 
-def decompress(codec: int, data, magic: int, limit: int = DEFAULT_LIMIT) -> bytes:
+def decompress(codec: int, data: Bytes, magic: int, limit: int = DEFAULT_LIMIT) -> bytes:
     if codec == 1:
         return _gunzip(data, limit)
     if codec == 2:
@@ -46,7 +48,7 @@ def _too_large(limit: int) -> CodecError:
     return CodecError(f"decompresses to more than {limit} bytes")
 
 
-def _gunzip(data, limit: int) -> bytes:
+def _gunzip(data: Bytes, limit: int) -> bytes:
     # GZIPInputStream reads concatenated members; zlib's decompressobj stops after one, so loop.
     out = bytearray()
     rest = bytes(data)
@@ -64,7 +66,7 @@ def _gunzip(data, limit: int) -> bytes:
     return bytes(out)
 
 
-def _raw_snappy_length(block) -> int:
+def _raw_snappy_length(block: Bytes) -> int:
     value = shift = 0
     for i in range(min(5, len(block))):
         b = block[i]
@@ -75,16 +77,17 @@ def _raw_snappy_length(block) -> int:
     raise CodecError("snappy: bad uncompressed-length header")
 
 
-def _raw_snappy(block, budget: int) -> bytes:
+def _raw_snappy(block: Bytes, budget: int) -> bytes:
     if _raw_snappy_length(block) > budget:
         raise CodecError("snappy: declared length exceeds the decompression limit")
     try:
-        return snappy.decompress(bytes(block))
+        out: bytes = snappy.decompress(bytes(block))  # python-snappy has no annotations
+        return out
     except Exception as e:  # python-snappy raises several unrelated types
         raise CodecError(f"snappy: {e}") from None
 
 
-def _unsnappy(data, limit: int) -> bytes:
+def _unsnappy(data: Bytes, limit: int) -> bytes:
     data = memoryview(data)
     if len(data) < 16 or bytes(data[:8]) != _XERIAL_MAGIC:
         if len(data) == 0:
@@ -108,27 +111,11 @@ def _unsnappy(data, limit: int) -> bytes:
     return bytes(out)
 
 
-def _unlz4(data, magic: int, limit: int) -> bytes:
+def _unlz4(data: Bytes, magic: int, limit: int) -> bytes:
     """Kafka's own LZ4 frame reader: walks the blocks itself so the broken magic-0 header checksum
     (KAFKA-3160) and an unverified content checksum are accepted exactly as Kafka accepts them."""
     data = memoryview(data)
-    if len(data) < 7 or bytes(data[:4]) != _LZ4_MAGIC:
-        raise CodecError("lz4: stream unsupported (invalid magic bytes)")
-    flg, bd = data[4], data[5]
-    if flg >> 6 != 1:
-        raise CodecError(f"lz4: version {flg >> 6} is unsupported")
-    if flg & 0x03:
-        raise CodecError("lz4: reserved bits must be 0")
-    if not flg & 0x20:
-        raise CodecError("lz4: dependent block stream is unsupported")
-    if bd & 0x8F:
-        raise CodecError("lz4: reserved BD bits must be 0")
-    size_code = (bd >> 4) & 0x07
-    if size_code < 4:
-        raise CodecError("lz4: block size value must be between 4 and 7")
-    max_block = 1 << (2 * size_code + 8)
-    block_checksum = bool(flg & 0x10)
-    header_len = 7 + (8 if flg & 0x08 else 0)
+    max_block, block_checksum, header_len = _lz4_frame_header(data)
     if magic >= 1:
         _check_lz4_hc(data, header_len)
     out = bytearray()
@@ -158,7 +145,27 @@ def _unlz4(data, magic: int, limit: int) -> bytes:
         pos += n + (4 if block_checksum else 0)
 
 
-def _check_lz4_hc(data, header_len: int) -> None:
+def _lz4_frame_header(data: memoryview) -> tuple[int, bool, int]:
+    """The frame descriptor's rules, in the order Kafka's reader checks them: (the largest block, whether
+    blocks carry a checksum, the header's length)."""
+    if len(data) < 7 or bytes(data[:4]) != _LZ4_MAGIC:
+        raise CodecError("lz4: stream unsupported (invalid magic bytes)")
+    flg, bd = data[4], data[5]
+    if flg >> 6 != 1:
+        raise CodecError(f"lz4: version {flg >> 6} is unsupported")
+    if flg & 0x03:
+        raise CodecError("lz4: reserved bits must be 0")
+    if not flg & 0x20:
+        raise CodecError("lz4: dependent block stream is unsupported")
+    if bd & 0x8F:
+        raise CodecError("lz4: reserved BD bits must be 0")
+    size_code = (bd >> 4) & 0x07
+    if size_code < 4:
+        raise CodecError("lz4: block size value must be between 4 and 7")
+    return 1 << (2 * size_code + 8), bool(flg & 0x10), 7 + (8 if flg & 0x08 else 0)
+
+
+def _check_lz4_hc(data: Bytes, header_len: int) -> None:
     expected = (_xxh32(bytes(data[4 : header_len - 1])) >> 8) & 0xFF
     if data[header_len - 1] != expected:
         raise CodecError("lz4: stream frame descriptor corrupted")
@@ -200,13 +207,13 @@ def _xxh32(data: bytes, seed: int = 0) -> int:
 
 
 # One decompression context per thread, reused: making one per batch, and reading with a buffer of the
-# whole limit, was two thirds of a zstd batch's time.
+# whole limit, was most of a zstd batch's time (mixed codecs: bench/results/kernel.md).
 _ZSTD = threading.local()
 _ZSTD_FIRST_READ = 1 << 16  # most batches decompress to less: one read, a small buffer
 _ZSTD_READ = 1 << 20
 
 
-def _unzstd(data, limit: int) -> bytes:
+def _unzstd(data: Bytes, limit: int) -> bytes:
     # Streaming writers omit the content size, so read through a stream reader across frames.
     context = getattr(_ZSTD, "context", None)
     if context is None:

@@ -1,15 +1,16 @@
 """CRC32C (v2 batches, producer snapshots) and CRC32 (v0/v1 messages).
 
 The compiled kernel's CRC-32C where it is built (format/_kernel.c; the tests hold it to the crc32c
-package's), else the hardware-accelerated `crc32c` package (importing it costs a tenth of a small
-command's start-up), else crcmod's table-driven CRC-32C for platforms where neither can be had (about 30x
-slower, still correct). The kernel is looked up once: the pure path (LOGTOOL_PURE) gives the same answers.
+package's), else the hardware-accelerated `crc32c` package (importing it is a noticeable part of a small
+command's start-up: bench/results/kernel.md), else crcmod's table-driven CRC-32C for platforms where
+neither can be had (far slower, still correct). The kernel is looked up once: the pure path (LOGTOOL_PURE)
+gives the same answers.
 """
 from __future__ import annotations
 
 import zlib
 
-from logtool.format import kernel
+from logtool.format import Bytes, kernel
 
 if kernel.KERNEL is not None:
     _crc32c = kernel.KERNEL.crc32c
@@ -21,15 +22,16 @@ else:
 
         _crcmod_fn = crcmod.predefined.mkPredefinedCrcFun("crc-32c")
 
-        def _crc32c(data) -> int:
-            return _crcmod_fn(bytes(data))
+        def _crc32c(data: Bytes) -> int:
+            crc: int = _crcmod_fn(bytes(data))
+            return crc
 
 
-def crc32c(data) -> int:
+def crc32c(data: Bytes) -> int:
     """Castagnoli CRC of a bytes-like object (memoryview slices are not copied by the fast path)."""
     return _crc32c(data)
 
 
-def crc32(data) -> int:
+def crc32(data: Bytes) -> int:
     """IEEE CRC32, as legacy (magic 0/1) messages use."""
     return zlib.crc32(data) & 0xFFFFFFFF

@@ -5,6 +5,8 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from logtool.format import Bytes
+
 def entries(n: int) -> str:
     """'1 entry', 'N entries': how messages count index entries."""
     return f"{n} entry" if n == 1 else f"{n} entries"
@@ -38,20 +40,20 @@ class AbortedTxn:
     last_stable_offset: int
 
 
-def offset_entries(buf, base_offset: int) -> Iterator[OffsetEntry]:
+def offset_entries(buf: Bytes, base_offset: int) -> Iterator[OffsetEntry]:
     """Every whole 8-byte entry, as Kafka opens the file (entries = floor(length / 8))."""
     for i in range(len(buf) // OFFSET_ENTRY.size):
         rel, pos = OFFSET_ENTRY.unpack_from(buf, i * OFFSET_ENTRY.size)
         yield OffsetEntry(base_offset + rel, pos)
 
 
-def time_entries(buf, base_offset: int) -> Iterator[TimeEntry]:
+def time_entries(buf: Bytes, base_offset: int) -> Iterator[TimeEntry]:
     for i in range(len(buf) // TIME_ENTRY.size):
         ts, rel = TIME_ENTRY.unpack_from(buf, i * TIME_ENTRY.size)
         yield TimeEntry(ts, base_offset + rel)
 
 
-def aborted_txns(buf) -> Iterator[AbortedTxn]:
+def aborted_txns(buf: Bytes) -> Iterator[AbortedTxn]:
     """Whole 34-byte entries; a trailing partial entry is ignored, as Kafka ignores it."""
     for i in range(len(buf) // TXN_ENTRY.size):
         version, pid, first, last, lso = TXN_ENTRY.unpack_from(buf, i * TXN_ENTRY.size)
@@ -59,7 +61,7 @@ def aborted_txns(buf) -> Iterator[AbortedTxn]:
         yield AbortedTxn(version >> 8, pid, first, last, lso)
 
 
-def offset_index_sanity(buf, base_offset: int) -> str | None:
+def offset_index_sanity(buf: Bytes, base_offset: int) -> str | None:
     """Kafka's `OffsetIndex.sanityCheck` verdict: None when it passes, else its complaint."""
     length = len(buf)
     if length % OFFSET_ENTRY.size:
@@ -67,26 +69,29 @@ def offset_index_sanity(buf, base_offset: int) -> str | None:
     if length:
         rel = OFFSET_ENTRY.unpack_from(buf, length - OFFSET_ENTRY.size)[0]
         if base_offset + rel < base_offset:
-            return f"has non-zero size but the last offset is {base_offset + rel} which is less than the base offset {base_offset}"
+            return (f"has non-zero size but the last offset is {base_offset + rel} which is less than the base offset "
+                    f"{base_offset}")
     return None
 
 
-def time_index_sanity(buf, base_offset: int) -> str | None:
+def time_index_sanity(buf: Bytes, base_offset: int) -> str | None:
     """Kafka's `TimeIndex.sanityCheck` verdict: None when it passes, else its complaint."""
     length = len(buf)
     if length >= TIME_ENTRY.size:
         first_ts = TIME_ENTRY.unpack_from(buf, 0)[0]
         last_ts, last_rel = TIME_ENTRY.unpack_from(buf, (length // TIME_ENTRY.size - 1) * TIME_ENTRY.size)
         if last_ts < first_ts:
-            return f"has non-zero size but the last timestamp is {last_ts} which is less than the first timestamp {first_ts}"
+            return (f"has non-zero size but the last timestamp is {last_ts} which is less than the first timestamp "
+                    f"{first_ts}")
         if base_offset + last_rel < base_offset:
-            return f"has non-zero size but the last offset is {base_offset + last_rel} which is less than the first offset {base_offset}"
+            return (f"has non-zero size but the last offset is {base_offset + last_rel} which is less than the first "
+                    f"offset {base_offset}")
     if length % TIME_ENTRY.size:
         return f"found {length} bytes which is neither positive nor a multiple of 12"
     return None
 
 
-def zero_tail_start(buf, entry_size: int) -> int | None:
+def zero_tail_start(buf: Bytes, entry_size: int) -> int | None:
     """Entry number where a preallocated all-zero tail begins (entry 0 may legitimately be zero), or None."""
     n = len(buf) // entry_size
     if n < 2:

@@ -15,10 +15,10 @@ from logtool.format.records import RecordError
 
 @cache
 def _schemas() -> dict[int, Message]:
-    return {m.id: m for m in load("kraft").values()}
+    return {m.id: m for m in load("kraft").values() if m.id is not None}
 
 
-def control_value(type_id: int, value: bytes | None) -> dict | None:
+def control_value(type_id: int, value: bytes | None) -> dict[str, object] | None:
     """The decoded value of a KRaft control record, None for types that have none here (ABORT, COMMIT,
     unknown ids). Raises RecordError when the bytes do not hold the schema."""
     schema = _schemas().get(type_id)

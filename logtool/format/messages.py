@@ -20,6 +20,7 @@ import math
 import struct
 from dataclasses import dataclass, field as dc_field
 from decimal import Decimal
+from typing import NoReturn
 
 from logtool.format import java_utf8
 from logtool.format.varint import VarintError, read_unsigned_varint
@@ -84,7 +85,7 @@ class Message:
     flexible: Versions
     fields: list[Field] = dc_field(default_factory=list)
 
-    def read(self, data: bytes, version: int, pos: int = 0) -> tuple[dict, int]:
+    def read(self, data: bytes, version: int, pos: int = 0) -> tuple[dict[str, object], int]:
         """The message at `version` from `data[pos:]`: (its fields, the position after it). As Kafka's
         generated `read()`, a version above the schema's is read as its highest reads."""
         try:
@@ -99,7 +100,7 @@ class _Reader:
     def __init__(self, data: bytes, version: int, flexible: bool) -> None:
         self.data, self.version, self.flexible = data, version, flexible
 
-    def struct(self, fields: list[Field], pos: int, end: int) -> tuple[dict, int]:
+    def struct(self, fields: list[Field], pos: int, end: int) -> tuple[dict[str, object], int]:
         v = self.version
         values: dict[str, object] = {}
         for f in fields:
@@ -114,9 +115,9 @@ class _Reader:
                 if size > end - pos:
                     raise MessageError(_short_array(size, end - pos), f"tagged field {tag} of {size} bytes runs past "
                                                                         f"the {end - pos} bytes left")
-                f = tags.get(tag)
-                if f is not None:
-                    values[f.name], _ = self.value(f, pos, pos + size)
+                known = tags.get(tag)
+                if known is not None:
+                    values[known.name], _ = self.value(known, pos, pos + size)
                 pos += size
         out = {}
         for f in fields:  # Kafka's order; a tagged field only where it is not the default
@@ -136,32 +137,46 @@ class _Reader:
                 raise _underflow(f, end - pos)
             return base64.urlsafe_b64encode(data[pos:pos + 16]).rstrip(b"=").decode("ascii"), pos + 16
         if kind == "struct":
-            if self.version in f.nullable:  # a nullable struct is preceded by a presence byte
-                if pos >= end:
-                    raise _underflow(f, 0)
-                if data[pos] >= 0x80:  # Kafka reads a negative byte as null
-                    return None, pos + 1
-                pos += 1
-            return self.struct(f.fields or [], pos, end)
+            return self._struct_value(f, pos, end)
         size, pos = self.length(f, pos, end, "int32" if kind in ("bytes", "array") else "int16")
         if size < 0:
             return None, pos
         if kind == "array":
-            if size > end - pos:  # Kafka's check: every element takes a byte or more
-                raise MessageError(f"Tried to allocate a collection of size {size}, but there are only {end - pos} "
-                                   f"bytes remaining.", f"array {f.name} of {size} elements runs past the "
-                                                        f"{end - pos} bytes left")
-            items = []
-            for _ in range(size):
-                item, pos = self.value(f.element, pos, end)
-                items.append(item)
-            return items, pos
+            return self._array(f, size, pos, end)
+        return self._bytes(f, size, pos, end)
+
+    def _struct_value(self, f: Field, pos: int, end: int) -> tuple[object, int]:
+        if self.version in f.nullable:  # a nullable struct is preceded by a presence byte
+            if pos >= end:
+                raise _underflow(f, 0)
+            if self.data[pos] >= 0x80:  # Kafka reads a negative byte as null
+                return None, pos + 1
+            pos += 1
+        return self.struct(f.fields or [], pos, end)
+
+    def _array(self, f: Field, size: int, pos: int, end: int) -> tuple[object, int]:
+        """The `size` elements of an array field from `pos`."""
+        if size > end - pos:  # Kafka's check: every element takes a byte or more
+            raise MessageError(f"Tried to allocate a collection of size {size}, but there are only {end - pos} "
+                               f"bytes remaining.", f"array {f.name} of {size} elements runs past the "
+                                                    f"{end - pos} bytes left")
+        element = f.element
+        assert element is not None, f.name  # _field gives every array its element
+        items = []
+        for _ in range(size):
+            item, pos = self.value(element, pos, end)
+            items.append(item)
+        return items, pos
+
+    def _bytes(self, f: Field, size: int, pos: int, end: int) -> tuple[object, int]:
+        """The `size` bytes of a string or bytes field from `pos`."""
+        kind = f.kind
         if kind == "string" and size > 0x7FFF:
             raise MessageError(f"string field {f.name} had invalid length {size}")
         if size > end - pos:
             raise MessageError(_short_array(size, end - pos), f"field {f.name} of {size} bytes runs past the "
                                                               f"{end - pos} bytes left")
-        raw = data[pos:pos + size]
+        raw = self.data[pos:pos + size]
         if kind == "string":
             return raw.decode("utf-8", java_utf8.ERRORS), pos + size  # Java's decoding: U+FFFD
         return bytes(raw), pos + size
@@ -214,7 +229,7 @@ def parse(text: str) -> dict[str, Message]:
     return messages
 
 
-def _fields(lines: list[tuple[int, str]], structs: dict) -> list[Field]:
+def _fields(lines: list[tuple[int, str]], structs: dict[str, list[tuple[int, str]]]) -> list[Field]:
     out, i = [], 0
     while i < len(lines):
         indent, text = lines[i]
@@ -226,11 +241,11 @@ def _fields(lines: list[tuple[int, str]], structs: dict) -> list[Field]:
     return out
 
 
-def _field(text: str, nested: list, structs: dict) -> Field:
+def _field(text: str, nested: list[tuple[int, str]], structs: dict[str, list[tuple[int, str]]]) -> Field:
     name, kind, versions, *rest = text.split()
     attrs = dict(w.split("=", 1) for w in rest)
-    tagged = Versions.parse(attrs.get("tagged", "none"))
-    f = Field(name[:1].lower() + name[1:], kind, Versions.parse(versions), Versions.parse(attrs.get("nullable", "none")),
+    tagged, nullable = Versions.parse(attrs.get("tagged", "none")), Versions.parse(attrs.get("nullable", "none"))
+    f = Field(name[:1].lower() + name[1:], kind, Versions.parse(versions), nullable,
               int(attrs["tag"]) if "tag" in attrs else None, tagged, None)
     element = kind[2:] if kind.startswith("[]") else None
     if element is not None:
@@ -243,7 +258,7 @@ def _field(text: str, nested: list, structs: dict) -> Field:
     return f
 
 
-def _missing(kind: str):
+def _missing(kind: str) -> NoReturn:
     raise SchemaError(f"type {kind} is neither a primitive nor a struct given")
 
 
@@ -318,6 +333,7 @@ def java_double(x: float) -> str:
     if 1e-3 <= abs(x) < 1e7:
         return repr(x)  # Python writes this range plainly, with the same shortest digits
     sign, digits, exp = Decimal(repr(x)).as_tuple()
+    assert isinstance(exp, int)  # a finite number's exponent: NaN and the infinities were answered above
     text = "".join(map(str, digits))
     exponent = len(text) - 1 + exp
     text = text.rstrip("0") or "0"

@@ -7,7 +7,9 @@ import os
 import re
 import struct
 from dataclasses import dataclass
+from typing import cast
 
+from logtool.format import Bytes
 from logtool.format.crc import crc32c
 
 
@@ -93,12 +95,15 @@ def parse_checkpoint(text: str, fields: tuple[Field, ...]) -> Checkpoint:
 
 def offset_checkpoint(text: str) -> dict[tuple[str, int], int]:
     """`<topic> <partition> <offset>` checkpoints (recovery point, high watermark, log start, cleaner)."""
-    return {(t, p): o for t, p, o in parse_checkpoint(text, (TEXT, INT, LONG)).entries}
+    # The fields (TEXT, INT, LONG) give each entry a str and two ints.
+    entries = cast("tuple[tuple[str, int, int], ...]", parse_checkpoint(text, (TEXT, INT, LONG)).entries)
+    return {(t, p): o for t, p, o in entries}
 
 
 def leader_epochs(text: str) -> list[tuple[int, int]]:
     """`leader-epoch-checkpoint`: (epoch, start offset) pairs in file order."""
-    return [(e, o) for e, o in parse_checkpoint(text, (INT, LONG)).entries]
+    # The fields (INT, LONG) give each entry two ints.
+    return [(e, o) for e, o in cast("tuple[tuple[int, int], ...]", parse_checkpoint(text, (INT, LONG)).entries)]
 
 
 def decode_uuid(text: str) -> bytes:
@@ -218,7 +223,7 @@ _SNAP_HEAD = struct.Struct(">hIi")
 _SNAP_ENTRY = struct.Struct(">qhiqiqiq")
 
 
-def producer_snapshot(data: bytes) -> list[ProducerEntry]:
+def producer_snapshot(data: Bytes) -> list[ProducerEntry]:
     """A producer-state `.snapshot` (version 1, CRC32C over everything after the CRC field)."""
     if len(data) < _SNAP_HEAD.size:
         raise MetaError(f"Snapshot failed schema validation: file of {len(data)} bytes is too short")

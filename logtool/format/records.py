@@ -5,10 +5,12 @@ Parsers raise `RecordError` at the first malformed byte, with Kafka's wording wh
 from __future__ import annotations
 
 import struct
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from logtool.format import Bytes
 from logtool.format.batch import LOG_OVERHEAD, V2_HEADER_SIZE, BatchView, legacy_value, sequence_at
 from logtool.format.codecs import CodecError, decompress
 from logtool.format.crc import crc32
@@ -70,7 +72,7 @@ class ControlRecord:
         return CONTROL_TYPES.get(self.type_id, "UNKNOWN")
 
 
-def batch_payload(buf, view: BatchView) -> bytes | memoryview:
+def batch_payload(buf: Bytes, view: BatchView) -> bytes | memoryview:
     """The uncompressed record bytes of a v2 batch (or a legacy wrapper's inner message set)."""
     if view.is_legacy:
         value = legacy_value(buf, view)
@@ -87,7 +89,7 @@ def batch_payload(buf, view: BatchView) -> bytes | memoryview:
         raise RecordError(f"Failed to decompress record stream: {e}", fatal=True) from None
 
 
-def iter_records(buf, view: BatchView) -> Iterator[Record]:
+def iter_records(buf: Bytes, view: BatchView) -> Iterator[Record]:
     """Every record of a whole, valid batch, with absolute offsets and Kafka's reported timestamps."""
     try:
         if view.is_legacy:
@@ -95,32 +97,38 @@ def iter_records(buf, view: BatchView) -> Iterator[Record]:
         else:
             yield from _iter_v2(batch_payload(buf, view), view)
     except RecordError as e:
-        raise _named(e, view)
+        _name(e, view)
+        raise
 
 
-def payload_records(payload, view: BatchView) -> Iterator[Record]:
+def payload_records(payload: Bytes, view: BatchView) -> Iterator[Record]:
     """The records of a v2 batch from its payload as `batch_payload` gives it (decompressed)."""
     try:
         yield from _iter_v2(payload, view)
     except RecordError as e:
-        raise _named(e, view)
+        _name(e, view)
+        raise
 
 
-def _named(e: RecordError, view: BatchView) -> RecordError:
+def _name(e: RecordError, view: BatchView) -> None:
+    """Name the finding of an error whose raiser could not know the batch."""
     if e.kind is None:
         e.kind = _unreadable_kind(view)
-    return e
 
 
-def _iter_v2(data, view: BatchView) -> Iterator[Record]:
+# The one function over the complexity bound: the per-record loop, its varints decoded inline, as a
+# call per field would cost more than the decoding.
+def _iter_v2(data: Bytes, view: BatchView) -> Iterator[Record]:  # noqa: C901
     """The hot loop of deep reads. Varints of one byte (the common case for most fields) and of two bytes
     (record lengths, value lengths, time and offset deltas of typical records) are decoded inline; longer
-    ones go through `read_varint`, whose call costs more than the decoding. Measured by `make bench`."""
+    ones go through `read_varint`, whose call costs more than the decoding (bench/results/kernel.md, the
+    pure path's deep verify)."""
     count = view.count or 0
     if count < 0:
         raise RecordError(f"Found invalid record count {count} in magic v2 batch")
     data = bytes(data)  # one copy per batch: slicing bytes then yields keys and values directly
     base = view.base_offset
+    assert base is not None, view  # a v2 header always holds its base offset; only legacy wrappers lack one
     base_ts = view.first_timestamp
     append_time = view.max_timestamp if view.attributes & 0x08 else None
     base_seq = view.base_sequence
@@ -181,11 +189,12 @@ def _iter_v2(data, view: BatchView) -> Iterator[Record]:
         raise RecordError("Incorrect declared batch size, records still remaining in file", "RECORD_COUNT_MISMATCH")
 
 
-def _read_headers(data, pos: int, end: int, n: int) -> tuple[tuple[Header, ...], int]:
+def _read_headers(data: Bytes, pos: int, end: int, n: int) -> tuple[tuple[Header, ...], int]:
     if n < 0:
         raise RecordError(f"Found invalid number of record headers {n}")
     if n > end - pos:
-        raise RecordError(f"Found invalid number of record headers. {n} is larger than the remaining size of the buffer")
+        raise RecordError(f"Found invalid number of record headers. {n} is larger than the remaining size of the "
+                          "buffer")
     headers = []
     for _ in range(n):
         key, pos = _read_bytes(data, pos, end)
@@ -196,7 +205,7 @@ def _read_headers(data, pos: int, end: int, n: int) -> tuple[tuple[Header, ...],
     return tuple(headers), pos
 
 
-def _read_bytes(data, pos: int, end: int) -> tuple[bytes | None, int]:
+def _read_bytes(data: Bytes, pos: int, end: int) -> tuple[bytes | None, int]:
     b = data[pos] if pos < end else 0x80
     if b < 0x80:
         n, pos = (b >> 1) ^ -(b & 1), pos + 1
@@ -216,27 +225,30 @@ def parse_control(record: Record) -> ControlRecord:
     """The control key (and, for transaction markers, value) of a record in a control batch."""
     key = record.key or b""
     if len(key) < 4:
-        raise RecordError(f"Invalid value size found for end control record key. Must have at least 4 bytes, but found only {len(key)}", "CONTROL_RECORD_INVALID")
+        raise RecordError("Invalid value size found for end control record key. Must have at least 4 bytes, but found "
+                          f"only {len(key)}", "CONTROL_RECORD_INVALID")
     version, type_id = _CONTROL_KEY.unpack_from(key)
     if version < 0:
-        raise RecordError(f"Invalid version found for control record: {version}. May indicate data corruption", "CONTROL_RECORD_INVALID")
+        raise RecordError(f"Invalid version found for control record: {version}. May indicate data "
+                          "corruption", "CONTROL_RECORD_INVALID")
     coordinator_epoch = None
     if type_id in (0, 1):
         value = record.value or b""
         if len(value) < 6:
-            raise RecordError(f"Invalid value size found for end transaction marker. Must have at least 6 bytes, but found only {len(value)}", "CONTROL_RECORD_INVALID")
+            raise RecordError("Invalid value size found for end transaction marker. Must have at least 6 bytes, but "
+                              f"found only {len(value)}", "CONTROL_RECORD_INVALID")
         _v, coordinator_epoch = _TXN_MARKER.unpack_from(value)
     return ControlRecord(type_id, version, coordinator_epoch)
 
 
-def first_control(buf, view: BatchView) -> ControlRecord | None:
+def first_control(buf: Bytes, view: BatchView) -> ControlRecord | None:
     """The control record a control batch opens with (a transaction marker's is the batch's only one); None
     for a batch the cleaner emptied. Raises RecordError as `iter_records` and `parse_control` do."""
     first = next(iter_records(buf, view), None)
     return parse_control(first) if first is not None else None
 
 
-def _iter_legacy(buf, view: BatchView) -> Iterator[Record]:
+def _iter_legacy(buf: Bytes, view: BatchView) -> Iterator[Record]:
     if view.codec == 0:
         yield _legacy_message(buf, view.position, view.size, view.last_offset, None)
         return
@@ -250,29 +262,29 @@ def _iter_legacy(buf, view: BatchView) -> Iterator[Record]:
         yield rec
 
 
-def _legacy_base(inner, view: BatchView) -> int:
+def _legacy_base(inner: Bytes, view: BatchView) -> int:
     """What inner offsets are relative to: 0 for magic 0 (absolute), and for magic 1 the wrapper's offset less
     the last inner one. One pass over the inner messages that keeps none of them: a wrapper can inflate to
     millions of tiny messages."""
-    last_relative = None
-    for last_relative, _pos, _size in _legacy_entries(inner):
-        pass
-    if last_relative is None:
+    last = deque(_legacy_entries(inner), maxlen=1)
+    if not last:
         raise RecordError("Found invalid compressed record set with no inner records")
+    last_relative = last[0][0]
     if view.magic != 1:
         return 0
     if view.last_offset != 0 and view.last_offset < last_relative:
-        raise RecordError(f"Found invalid wrapper offset in compressed v1 message set, wrapper offset '{view.last_offset}' "
+        raise RecordError("Found invalid wrapper offset in compressed v1 message set, wrapper offset "
+                          f"'{view.last_offset}' "
                           f"is less than the last inner message offset '{last_relative}' and it is not zero.")
     return view.last_offset - last_relative if view.last_offset else 0
 
 
-def first_legacy_offset(buf, view: BatchView) -> int:
+def first_legacy_offset(buf: Bytes, view: BatchView) -> int:
     """First inner offset of a compressed legacy wrapper (what Kafka reports as its base offset)."""
     return next(iter(_iter_legacy(buf, view))).offset
 
 
-def _legacy_entries(data) -> Iterator[tuple[int, int, int]]:
+def _legacy_entries(data: Bytes) -> Iterator[tuple[int, int, int]]:
     pos, end = 0, len(data)
     while pos < end:
         if end - pos < LOG_OVERHEAD:
@@ -284,12 +296,12 @@ def _legacy_entries(data) -> Iterator[tuple[int, int, int]]:
         pos += LOG_OVERHEAD + length
 
 
-def _legacy_codec(data, pos: int) -> int:
+def _legacy_codec(data: Bytes, pos: int) -> int:
     return data[pos + 17] & 0x07
 
 
-def _legacy_message(data, pos: int, size: int, offset: int, wrapper_time: int | None) -> Record:
-    magic, attributes = data[pos + 16], data[pos + 17]
+def _legacy_message(data: Bytes, pos: int, size: int, offset: int, wrapper_time: int | None) -> Record:
+    magic = data[pos + 16]
     crc_stored = _I32.unpack_from(data, pos + 12)[0] & 0xFFFFFFFF
     end = pos + size
     at = pos + 18
@@ -307,7 +319,7 @@ def _legacy_message(data, pos: int, size: int, offset: int, wrapper_time: int | 
                   legacy_crc=crc_stored, legacy_valid=crc_stored == crc32(memoryview(data)[pos + 16 : end]))
 
 
-def _legacy_bytes(data, at: int, end: int) -> tuple[bytes | None, int]:
+def _legacy_bytes(data: Bytes, at: int, end: int) -> tuple[bytes | None, int]:
     if at + 4 > end:
         raise RecordError("legacy message ends inside a length field")
     n = _I32.unpack_from(data, at)[0]

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from logtool.findings import Finding, finding
-from logtool.format import kernel
-from logtool.format.batch import LOG_OVERHEAD, BatchView, kafka_iterator_step
+from logtool.format import Bytes, kernel
+from logtool.format.batch import LOG_OVERHEAD, BatchView, FrameStop, kafka_iterator_step
 from logtool.format.kraft import control_value
 from logtool.format.records import (ControlRecord, Record, RecordError, batch_payload, iter_records, parse_control,
                                     payload_records)
@@ -71,17 +71,17 @@ def plan_range(part: Partition, from_offset: int | None = None, to_offset: int |
         p.notes.append(f"the range is empty: it starts at offset {p.first} and ends at offset {p.last}")
         p.segment = None
     if p.segment is not None and p.first is not None:
-        _start_at(part, p)
+        _start_at(part, p, p.first)
     return p
 
 
-def _start_at(part: Partition, p: RangePlan) -> None:
-    i = part.floor_segment(p.first)
+def _start_at(part: Partition, p: RangePlan, first: int) -> None:
+    i = part.floor_segment(first)
     if i is None:
         return  # the range starts before the first segment: read from the log start
     p.segment = i
     try:
-        hit = seek_offset(part, p.first)
+        hit = seek_offset(part, first)
     except SeekError as e:
         # Beyond the valid records: read the segment where the offset would be, to say whether damage
         # holds it (and, with salvage, to look past that damage).
@@ -127,16 +127,18 @@ class PackedRecords:
         batch part and whether the batch is unverified). None where the kernel does not render them: a
         decoder it does not know (a mode of None), or bytes only the decoder words."""
         fast = kernel.KERNEL
-        if fast is None or None in modes:
+        key_mode, value_mode = modes
+        if fast is None or key_mode is None or value_mode is None:
             return None
         v = self.view
+        assert v.base_offset is not None  # packed batches are v2 ones (_packed), whose headers hold it
         render = fast.render_text if form == "text" else fast.render_json
         return render(self.payload, self.count, v.base_offset, v.first_timestamp,
-                      v.max_timestamp if v.attributes & 0x08 else None, v.base_sequence, v.timestamp_type, *modes,
-                      PIECE, *rest)
+                      v.max_timestamp if v.attributes & 0x08 else None, v.base_sequence, v.timestamp_type, key_mode,
+                      value_mode, PIECE, *rest)
 
 
-def _packed(buf, view: BatchView) -> PackedRecords | None:
+def _packed(buf: Bytes, view: BatchView) -> PackedRecords | None:
     """The batch's records packed, where the kernel reads them all as the reference would; None otherwise."""
     try:
         # A copy, as the reference's decode makes: a view into the mapping would keep it from being closed.
@@ -254,7 +256,7 @@ def read_range(part: Partition, p: RangePlan, stats: Stats, salvage: bool = Fals
         with seg:
             stats.segments_read += 1
             position = p.position if seg is part.segments[p.segment] else 0
-            if (yield from _segment_events(seg, position, seg is active, how)):
+            if (yield from _SegmentRead(seg, seg is active, how).events(position)):
                 return
 
 
@@ -265,73 +267,102 @@ def _unreadable(part: Partition, seg: Segment, e: OSError) -> Unreadable:
                       size if size >= 0 else None)
 
 
-def _segment_events(seg: Segment, position: int, active: bool, how: _Reading) -> Generator[Event, None, bool]:
-    """The events of one open segment from `position`; returns True when the range ends in it."""
-    first, last, stats, salvage = how.first, how.last, how.stats, how.salvage
-    started = False
-    prev_last = None
-    while True:
-        walk = WalkOutcome(seg.size)
+class _SegmentRead:
+    """read_range's reading of one open segment: its events from a position on."""
+
+    def __init__(self, seg: Segment, active: bool, how: _Reading) -> None:
+        self.seg, self.active, self.how = seg, active, how
+        self.started = False  # its SegmentStart was given
+        self.prev_last: int | None = None  # the last offset of the batch before
+        self.range_ends = False  # the range ends in the segment: nothing after it is read
+
+    def events(self, position: int) -> Generator[Event, None, bool]:
+        """The events of the segment from `position`; returns True when the range ends in it."""
+        at: int | None = position
+        while at is not None:
+            walk = WalkOutcome(self.seg.size)
+            if (yield from self._valid_prefix(walk, at)):
+                return self.range_ends
+            at = None if walk.stop is None else (yield from self._past_damage(walk, walk.stop))
+        if not self.started:  # a segment the range passes through is announced even when it adds nothing
+            yield SegmentStart(self.seg)
+        return self.range_ends
+
+    def _start(self) -> Iterator[Event]:
+        if not self.started:
+            self.started = True
+            yield SegmentStart(self.seg)
+
+    def _valid_prefix(self, walk: WalkOutcome, position: int) -> Generator[Event, None, bool]:
+        """The batches in range of the valid prefix walked from `position`; returns True where the reading of the
+        segment ends among them (`range_ends` says whether the range does)."""
+        seg, how, stats = self.seg, self.how, self.how.stats
         for view in seg.walk(walk, start=position):
             stats.log_bytes_walked += view.size
-            backwards = offsets_go_back(prev_last, view)
-            prev_last = view.last_offset
+            backwards = offsets_go_back(self.prev_last, view)
+            self.prev_last = view.last_offset
             base = view.base_offset if view.base_offset is not None else view.last_offset
-            if base > last:
+            if base > how.last:
+                self.range_ends = True
                 return True
-            if view.last_offset < first:
+            if view.last_offset < how.first:
                 continue
-            if not started:
-                started = True
-                yield SegmentStart(seg)
+            yield from self._start()
             if backwards is not None:
                 stats.damaged = True
                 yield Anomaly(seg, finding("OFFSET_NOT_INCREASING", backwards, seg.log_path.name,
                                            view.position, view.base_offset))
             if not (yield from _batch_events(seg, view, how)):
-                return False
-            if _limit_reached(how):
                 return True
-            if view.last_offset >= last and backwards is None:
-                return True  # the range ends in this batch: what lies after it (damage too) is not its business
-        if walk.stop is None:
-            break
-        stats.damaged = True
-        if not started:
-            started = True
-            yield SegmentStart(seg)
-        step = kafka_iterator_step(seg.buf, walk.stop.position, seg.size)
+            # The range ends in this batch: what lies after it (damage too) is not its business.
+            if _limit_reached(how) or (view.last_offset >= how.last and backwards is None):
+                self.range_ends = True
+                return True
+        return False
+
+    def _past_damage(self, walk: WalkOutcome, stop: FrameStop) -> Generator[Event, None, int | None]:
+        """The damage the walk stopped at (`stop`), and what is read past it: with salvage, from the next batch
+        that validates; read as kafka-dump-log reads (`past_crc`), a batch whose CRC alone fails, marked
+        unverified. Returns where to walk on from, or None where the reading of the segment ends."""
+        seg, how = self.seg, self.how
+        how.stats.damaged = True
+        yield from self._start()
+        step = kafka_iterator_step(seg.buf, stop.position, seg.size)
         name = seg.log_path.name
-        yield Damage(seg, walk.stop_finding(name, active, is_records_file(name)),
-                     walk.size - walk.stop.position, step is None, isinstance(step, str))
-        bad = walk.stop_view
+        problem = walk.stop_finding(name, self.active, is_records_file(name))
+        assert problem is not None  # the walk stopped
+        yield Damage(seg, problem, walk.size - stop.position, step is None, isinstance(step, str))
         # Its framing holds, only its checksum fails (a flipped bit, most often).
-        crc_only = walk.stop.reason == "CRC_MISMATCH" and bad is not None
-        if crc_only and salvage and _swallows_a_batch(seg, bad):
-            crc_only = False  # its length is as damaged as the rest: salvage reads the batch inside it
-        if not (salvage or (crc_only and how.past_crc)):
-            break
-        skip_from = walk.stop.position
-        if crc_only:
-            if _in_range(bad, first, last):  # its records as its bytes read, marked unverified
-                if not (yield from _batch_events(seg, bad, how, unverified=True)):
-                    return False
-                if _limit_reached(how) or bad.last_offset >= last:
-                    return True
+        bad = walk.stop_view if stop.reason == "CRC_MISMATCH" else None
+        if bad is not None and how.salvage and _swallows_a_batch(seg, bad):
+            bad = None  # its length is as damaged as the rest: salvage reads the batch inside it
+        if not (how.salvage or (bad is not None and how.past_crc)):
+            return None
+        skip_from = stop.position
+        if bad is not None:
+            if (yield from self._unverified(bad)):
+                return None
             skip_from = bad.position + bad.size
-            if not salvage:  # as kafka-dump-log: on with the batch that follows it
-                position = skip_from
-                continue
-        resume = next_batch(seg.buf, max(skip_from, walk.stop.position + 1), seg.size, seg.base_offset)
+            if not how.salvage:  # as kafka-dump-log: on with the batch that follows it
+                return skip_from
+        resume = next_batch(seg.buf, max(skip_from, stop.position + 1), seg.size, seg.base_offset)
         end = seg.size if resume is None else resume
         if end > skip_from:
             yield Skipped(seg, skip_from, end, resume is not None)
-        if resume is None:
-            break
-        position = resume
-    if not started:  # a segment the range passes through is announced even when it adds nothing
-        yield SegmentStart(seg)
-    return False
+        return resume
+
+    def _unverified(self, bad: BatchView) -> Generator[Event, None, bool]:
+        """A batch whose CRC alone fails, read for its records in range as its bytes read, marked unverified;
+        returns True where the reading of the segment ends in it."""
+        how = self.how
+        if not _in_range(bad, how.first, how.last):
+            return False
+        if not (yield from _batch_events(self.seg, bad, how, unverified=True)):
+            return True
+        if _limit_reached(how) or bad.last_offset >= how.last:
+            self.range_ends = True
+            return True
+        return False
 
 
 def _kafka_records_stop(seg: Segment, view: BatchView, print_data: bool) -> KafkaRecordsStop:
@@ -340,7 +371,7 @@ def _kafka_records_stop(seg: Segment, view: BatchView, print_data: bool) -> Kafk
     return KafkaRecordsStop(seg, view, sizes, sizes is not None and not print_data)
 
 
-def _legacy_sizes(buf, view: BatchView) -> tuple[int, int] | None:
+def _legacy_sizes(buf: Bytes, view: BatchView) -> tuple[int, int] | None:
     """The key and value sizes Kafka's LegacyRecord reads from a v0/v1 message's fields, wherever they point;
     None where a size field lies past the message's end (reading it throws)."""
     end = view.position + view.size
@@ -400,22 +431,18 @@ def _limit_reached(how: _Reading) -> bool:
 RECORDS_PER_EVENT = 4096
 
 
-def _record_chunks(seg: Segment, view: BatchView, first: int, last: int,
-                   room: int | None) -> Iterator[tuple[list[Record], list[Control] | None, Finding | None]]:
+def _record_chunks(seg: Segment, view: BatchView, first: int, last: int, room: int | None
+                   ) -> Iterator[tuple[list[Record] | PackedRecords, list[Control] | None, Finding | None]]:
     """The records of `view` within [first, last] (at most `room`) in chunks, their control values in a
     control batch, and with the last chunk the finding that stopped decoding early, if one did. At least one
     chunk, empty when no record is in range."""
     whole = view.base_offset is not None and first <= view.base_offset and view.last_offset <= last
     if (whole and not view.is_control and view.count is not None and view.count <= RECORDS_PER_EVENT
             and (room is None or view.count <= room)):
-        if kernel.KERNEL is not None and not view.is_legacy and (packed := _packed(seg.buf, view)) is not None:
-            yield packed, None, None
+        every = _whole_batch(seg, view)
+        if every is not None:
+            yield every, None, None
             return
-        try:
-            yield list(iter_records(seg.buf, view)), None, None  # the common case, kept cheap
-            return
-        except RecordError:
-            pass  # decoded again below, to keep the records before the one that fails
     records: list[Record] = []
     controls: list[Control] | None = [] if view.is_control else None
     taken = 0
@@ -434,7 +461,20 @@ def _record_chunks(seg: Segment, view: BatchView, first: int, last: int,
                 yield records, controls, None
                 records, controls = [], ([] if view.is_control else None)
     except RecordError as e:
+        assert e.kind is not None  # iter_records and parse_control name the finding of every RecordError
         yield records, controls, finding(e.kind, str(e), seg.log_path.name, view.position, view.base_offset)
         return
     if records or taken == 0:
         yield records, controls, None
+
+
+def _whole_batch(seg: Segment, view: BatchView) -> list[Record] | PackedRecords | None:
+    """Every record of a batch, the common case kept cheap: packed where the kernel reads them all, else
+    decoded; None where one cannot be decoded (the batch is then decoded again record by record, to keep
+    the records before it)."""
+    if kernel.KERNEL is not None and not view.is_legacy and (packed := _packed(seg.buf, view)) is not None:
+        return packed
+    try:
+        return list(iter_records(seg.buf, view))
+    except RecordError:
+        return None

@@ -72,5 +72,7 @@ def _valid(entry, lo: int, hi: int) -> bool:
         return False
     if entry.magic < 2:
         return entry.codec <= 3  # legacy codecs: none, gzip, snappy, lz4
-    count, delta = entry.count, entry.last_offset - entry.base_offset
-    return entry.codec <= 4 and 0 <= delta and 0 <= count <= delta + 1 and lo <= entry.base_offset
+    count, base = entry.count, entry.base_offset
+    assert count is not None and base is not None  # a v2 header holds both; only legacy wrappers lack them
+    delta = entry.last_offset - base
+    return entry.codec <= 4 and 0 <= delta and 0 <= count <= delta + 1 and lo <= base

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from logtool.format import Bytes
 from logtool.format.batch import BatchView
 from logtool.format.records import RecordError, first_control
 from logtool.store.segment import WalkOutcome
@@ -56,7 +57,7 @@ class TxnTable:
         self.producers: dict[int, ProducerTxns] = {}
         self.last_timestamp: int | None = None
 
-    def feed(self, buf, v: BatchView) -> None:
+    def feed(self, buf: Bytes, v: BatchView) -> None:
         if v.magic < 2:
             return
         if self.last_timestamp is None or v.max_timestamp > self.last_timestamp:
@@ -70,6 +71,7 @@ class TxnTable:
         p.first_timestamp = v.max_timestamp if p.first_timestamp is None else p.first_timestamp
         p.last_timestamp = v.max_timestamp
         if not v.attributes & 0x20:
+            assert v.base_offset is not None and v.count is not None  # a v2 header holds both
             if p.open is None:
                 p.open = _Open(v.base_offset, v.first_record_timestamp)
             p.open.records += v.count if v.count >= 0 else 0

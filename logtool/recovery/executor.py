@@ -15,17 +15,18 @@ import hashlib
 import os
 import shlex
 import signal
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from logtool.recovery import preflight
 from logtool.recovery.errors import RepairRefused, RepairStopped
-from logtool.recovery.quarantine import (QuarantineError, QuarantineRun, append_line, fsync_dir, load,
-                                         read_lines, refuse_inside)
+from logtool.recovery.quarantine import QuarantineError, QuarantineRun, append_line, load, read_lines, refuse_inside
 from logtool.recovery.seen import Seen, canonical
 from logtool.recovery.session import Session, stop_if_planned_hook
 from logtool.recovery.steps import Step, WriteFile, from_json
-from logtool.recovery.writer import write_all
+from logtool.recovery.writer import fsync_dir, write_all
 
 JOURNAL = "journal.jsonl"
 RESTORE_JOURNAL = "restore.jsonl"
@@ -49,11 +50,11 @@ class Applied:
 @dataclass(slots=True)
 class Journal:
     path: Path
-    header: dict
+    header: dict[str, Any]
     done: int  # steps done, from the first
 
     @classmethod
-    def create(cls, path: Path, header: dict) -> "Journal":
+    def create(cls, path: Path, header: dict[str, Any]) -> "Journal":
         append_line(path, header, create=True)
         return cls(path, header, 0)
 
@@ -142,7 +143,7 @@ def staged_write(step_dir: Path, name: str, data: bytes, like: str, staged: dict
     return WriteFile(str(step_dir), name, root, rel, hashlib.sha256(data).hexdigest(), like)
 
 
-def execute(session: Session, journal: Journal, steps: list[Step], finish: str, undo: str | None) -> None:
+def execute(session: Session, journal: Journal, steps: Sequence[Step], finish: str, undo: str | None) -> None:
     """Run the steps from the first not done, journaling each. Raises RepairStopped on any error or signal."""
     k = journal.done
     try:
@@ -152,7 +153,7 @@ def execute(session: Session, journal: Journal, steps: list[Step], finish: str, 
             step = steps[k]
             if step.grouped:
                 end = _group_end(session, steps, k)
-                type(step).run_group(session, steps[k:end])
+                type(step).run_group(session, list(steps[k:end]))
             else:
                 end = k + 1
                 step.run(session)
@@ -160,10 +161,11 @@ def execute(session: Session, journal: Journal, steps: list[Step], finish: str, 
             session.step_done()
             k = end
     except (OSError, QuarantineError) as e:
-        raise RepairStopped(f"{describe(e)}: stopped at step {k + 1} of {len(steps)}. {_way_forward(session, finish, undo)}")
+        raise RepairStopped(f"{describe(e)}: stopped at step {k + 1} of {len(steps)}. "
+                            f"{_way_forward(session, finish, undo)}") from e
 
 
-def _group_end(session: Session, steps: list[Step], k: int) -> int:
+def _group_end(session: Session, steps: Sequence[Step], k: int) -> int:
     """Where the group of steps of one grouped type starting at k ends: at GROUP_STEPS steps or about
     GROUP_BYTES copied, whichever comes first."""
     kind, end, copied = type(steps[k]), k, 0
@@ -256,6 +258,6 @@ def resume(run_dir: Path) -> Applied | None:
         try:
             session.sweep_temporaries({(Path(s.dir), s.root) for s in steps})
         except OSError as e:
-            raise RepairStopped(f"{describe(e)}. {_way_forward(session, command, restore_command(run_dir))}")
+            raise RepairStopped(f"{describe(e)}. {_way_forward(session, command, restore_command(run_dir))}") from e
         execute(session, journal, steps, finish=command, undo=restore_command(run_dir))
     return Applied(run_dir, len(steps), True)

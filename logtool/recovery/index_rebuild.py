@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from logtool.rules.expected_index import ExpectedIndexes
 from logtool.rules.transactions import TxnTracker
@@ -17,7 +18,7 @@ from logtool.recovery.steps import Step
 from logtool.store.mapping import open_readonly
 from logtool.store.pacing import ReadPolicy
 from logtool.store.partition import Partition
-from logtool.store.segment import WalkOutcome
+from logtool.store.segment import Segment, WalkOutcome
 
 ENTRY_SIZES = {".index": 8, ".timeindex": 12, ".txnindex": 34}
 
@@ -48,7 +49,7 @@ class FileChange:
     def suffix(self) -> str:
         return self.path.suffix
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         size = ENTRY_SIZES[self.suffix]
         return {"file": str(self.path), "old_size": self.old_size, "new_size": len(self.new),
                 "old_entries": None if self.old_size is None else self.old_size // size,
@@ -69,7 +70,7 @@ class IndexPlan:
     def pending(self) -> list[FileChange]:
         return [c for c in self.changes if c.changed]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"partition": str(self.partition), "files": [c.to_dict() for c in self.changes],
                 "changed": len(self.pending), "indexed_only_up_to_damage": self.valid_prefix_short,
                 "txnindex_left_alone": self.txn_unknown, "unreadable": self.unreadable,
@@ -98,42 +99,51 @@ def plan_index_rebuild(part: Partition, interval: int, kept: dict[str, int] | No
             continue
         if wrong is not None and not any(seg.path_with(x).name in wrong for x in ENTRY_SIZES):
             continue
-        if fed is not None and name in fed:
-            expected = fed[name]
-        else:
-            with seg:
-                expected = ExpectedIndexes(seg.base_offset, seg.buf, txns, interval)
-                walk = WalkOutcome(seg.size)
-                # the indexes need only the views; short runs where the walk stops at `end` (past it: bytes
-                # the repair is about to cut)
-                for v in seg.walk(walk, reads_bytes=end is not None):
-                    if end is not None and v.position >= end:
-                        break
-                    expected.feed(v)
-                if walk.stop is not None:
-                    result.valid_prefix_short.append(name)
+        expected = fed[name] if fed is not None and name in fed else _walked(seg, end, txns, interval, result)
         expected.finish()
         if expected.overflow:
             # Kafka throws LogSegmentOffsetOverflowException here and splits the segment at load; an index
             # with 32-bit relative offsets cannot describe it, so none is written.
             result.overflow.append(seg.log_path.name)
             continue
-        for suffix, data in ((".index", expected.offset_index), (".timeindex", expected.time_index),
-                             (".txnindex", expected.txn_index)):
-            path = seg.path_with(suffix)
-            if suffix == ".txnindex" and not data and not path.exists():
-                continue  # Kafka creates a transaction index only when there is an abort to record
-            if suffix == ".txnindex" and not expected.txn_index_known:
-                result.txn_unknown.append(path.name)  # aborts of transactions opened before the data on disk
-                continue
-            try:
-                change = FileChange.against_disk(path, bytes(data))
-                if wrong is not None and change.old_size is not None and path.name not in wrong:
-                    change.changed = False
-                result.changes.append(change)
-            except OSError as e:
-                result.unreadable.append(f"{path.name}: {e.strerror or e}")
+        _plan_files(seg, expected, wrong, result)
     return result
+
+
+def _walked(seg: Segment, end: int | None, txns: TxnTracker, interval: int, result: IndexPlan) -> ExpectedIndexes:
+    """The indexes recovery builds of the segment's valid prefix (up to `end`, the bytes a repair keeps of it)."""
+    with seg:
+        expected = ExpectedIndexes(seg.base_offset, seg.buf, txns, interval)
+        walk = WalkOutcome(seg.size)
+        # the indexes need only the views; short runs where the walk stops at `end` (past it: bytes
+        # the repair is about to cut)
+        for v in seg.walk(walk, reads_bytes=end is not None):
+            if end is not None and v.position >= end:
+                break
+            expected.feed(v)
+        if walk.stop is not None:
+            result.valid_prefix_short.append(seg.log_path.name)
+    return expected
+
+
+def _plan_files(seg: Segment, expected: ExpectedIndexes, wrong: set[str] | None, result: IndexPlan) -> None:
+    """Each index file of the segment against what recovery builds: a change (written where it differs and is
+    wrong or missing), or why it is left alone."""
+    for suffix, data in ((".index", expected.offset_index), (".timeindex", expected.time_index),
+                         (".txnindex", expected.txn_index)):
+        path = seg.path_with(suffix)
+        if suffix == ".txnindex" and not data and not path.exists():
+            continue  # Kafka creates a transaction index only when there is an abort to record
+        if suffix == ".txnindex" and not expected.txn_index_known:
+            result.txn_unknown.append(path.name)  # aborts of transactions opened before the data on disk
+            continue
+        try:
+            change = FileChange.against_disk(path, bytes(data))
+            if wrong is not None and change.old_size is not None and path.name not in wrong:
+                change.changed = False
+            result.changes.append(change)
+        except OSError as e:
+            result.unreadable.append(f"{path.name}: {e.strerror or e}")
 
 
 def found_wrong(target: Target, reading: ReadPolicy | None) -> set[str]:

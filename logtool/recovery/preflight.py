@@ -172,12 +172,9 @@ def _check_writable(steps: list[Step], quarantine: Path) -> None:
 def _human(n: int) -> str:
     if n < 1000:
         return f"{n} bytes"
-    value = float(n)
-    for unit in ("KB", "MB", "GB"):
+    units = ("KB", "MB", "GB", "TB")
+    value, i = float(n) / 1000, 0
+    while value >= 1000 and i < len(units) - 1:
         value /= 1000
-        if value < 1000:
-            break
-    else:
-        unit = "TB"
-        value /= 1000
-    return f"{value:.1f} {unit}"
+        i += 1
+    return f"{value:.1f} {units[i]}"

@@ -26,11 +26,12 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from logtool import __version__
 from logtool.recovery.errors import RepairRefused
-from logtool.recovery.writer import FileMeta, PartitionDir, flush_filesystem, read_chunks, sha256_of, write_all
+from logtool.recovery.writer import (DirHandle, FileMeta, flush_filesystem, fsync_dir, read_chunks, sha256_of,
+                                     write_all)
 
 MANIFEST = "manifest.jsonl"
 FILES = "files"
@@ -64,7 +65,7 @@ class Entry:
     truncated_to: int | None = None  # "truncated": the size the repair left
     after_sha256: str | None = None  # what the repair left; None for "removed" (nothing is left)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {f: getattr(self, f) for f in ENTRY_FIELDS}
 
     @property
@@ -141,11 +142,11 @@ class QuarantineRun:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
         return rel, self._claim(rel, lambda path: os.open(path, flags, 0o600))
 
-    def keep_whole(self, pdir: PartitionDir, name: str, action: str) -> Entry:
+    def keep_whole(self, pdir: DirHandle, name: str, action: str) -> Entry:
         """Copy a whole file into the run (fsynced) before the repair replaces or removes it."""
         return self.keep_many([(pdir, name)], action)[0]
 
-    def keep_many(self, files: list[tuple[PartitionDir, str]], action: str,
+    def keep_many(self, files: list[tuple[DirHandle, str]], action: str,
                   each: Callable[[], None] | None = None) -> list[Entry]:
         """Keep whole files in the run before the repair removes or replaces them, recorded by one manifest
         append however many they are. On the log dir's own filesystem a file is kept by a second name (a hard
@@ -176,7 +177,7 @@ class QuarantineRun:
             self._index(e)
         return entries
 
-    def _linked(self, pdir: PartitionDir, name: str, number: int) -> str | None:
+    def _linked(self, pdir: DirHandle, name: str, number: int) -> str | None:
         """The file kept under a second name in the run, or None where a link cannot be made (another
         filesystem; an immutable file)."""
         rel = self._stored_rel(pdir.partition, name, number)
@@ -188,7 +189,7 @@ class QuarantineRun:
             raise
         return rel
 
-    def _copied(self, pdir: PartitionDir, name: str, number: int) -> str:
+    def _copied(self, pdir: DirHandle, name: str, number: int) -> str:
         rel, out = self._new_file(pdir.partition, name, at=number)
         try:
             for chunk in pdir.chunks(name):
@@ -197,7 +198,7 @@ class QuarantineRun:
             os.close(out)
         return rel
 
-    def keep_tail(self, pdir: PartitionDir, name: str, keep: int) -> Entry:
+    def keep_tail(self, pdir: DirHandle, name: str, keep: int) -> Entry:
         """Copy the bytes of a file from `keep` on into the run (fsynced) before the file is cut there. The
         bytes that stay are only read, for the sha256 of the original and of what the cut leaves."""
         meta = pdir.existing(name)
@@ -217,7 +218,7 @@ class QuarantineRun:
                                meta.uid, meta.gid, meta.mode, meta.mtime_ns, truncated_to=keep,
                                after_sha256=after.hexdigest()))
 
-    def keep_tree(self, root: PartitionDir, name: str) -> Entry:
+    def keep_tree(self, root: DirHandle, name: str) -> Entry:
         """Archive a directory of the log dir (every entry in it, never following a symlink; owners, modes and
         mtimes kept) into the run before the repair removes it: a directory the broker refuses to start
         with, such as `lost+found`."""
@@ -234,7 +235,7 @@ class QuarantineRun:
                                sha256_of(read_chunks(self.path / rel)),
                                st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode), st.st_mtime_ns))
 
-    def record_created(self, pdir: PartitionDir, name: str) -> Entry:
+    def record_created(self, pdir: DirHandle, name: str) -> Entry:
         """Record a file the repair is about to create, so that restore removes it."""
         return self._add(Entry(str(pdir.log_dir), pdir.partition, name, "created", None, 0, None))
 
@@ -260,7 +261,7 @@ class QuarantineRun:
             p.rmdir() if p.is_dir() and not p.is_symlink() else p.unlink()
         self.path.rmdir()
 
-    def find(self, pdir: PartitionDir, name: str) -> Entry | None:
+    def find(self, pdir: DirHandle, name: str) -> Entry | None:
         """The first entry of this file: it holds the file as it was before the run."""
         return self._by_key.get((str(pdir.log_dir), pdir.partition, name))
 
@@ -297,12 +298,12 @@ def refuse_inside(root: Path, log_dirs: list[Path]) -> None:
             raise QuarantineError(f"the quarantine {root} lies inside {d}; choose a directory outside the log dir")
 
 
-def append_line(path: Path, record: dict, create: bool = False) -> None:
+def append_line(path: Path, record: dict[str, Any], create: bool = False) -> None:
     """One JSON line appended and fsynced (with the directory, when the file is new)."""
     append_lines(path, [record], create)
 
 
-def append_lines(path: Path, records: list[dict], create: bool = False) -> None:
+def append_lines(path: Path, records: list[dict[str, Any]], create: bool = False) -> None:
     """JSON lines appended in one write and fsynced (with the directory, when the file is new)."""
     flags = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | (os.O_CREAT | os.O_EXCL if create else 0)
     fd = os.open(path, flags, 0o600)
@@ -315,7 +316,7 @@ def append_lines(path: Path, records: list[dict], create: bool = False) -> None:
         fsync_dir(path.parent)
 
 
-def read_lines(path: Path) -> list[dict]:
+def read_lines(path: Path) -> list[dict[str, Any]]:
     """The records of a JSON Lines file of a run; a torn last line (a crash mid-append) is left out."""
     lines = path.read_bytes().decode("utf-8", "surrogateescape").split("\n")
     out = []
@@ -345,14 +346,6 @@ def write_atomically(path: Path, text: str) -> None:
         os.close(fd)
     os.replace(tmp, path)
     fsync_dir(path.parent)
-
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def load(run_dir: Path) -> QuarantineRun:

@@ -21,7 +21,7 @@ from logtool.recovery.quarantine import (Entry, QuarantineError, QuarantineRun, 
                                          stored_chunks)
 from logtool.recovery.session import Session
 from logtool.recovery.steps import PutBack
-from logtool.recovery.writer import PartitionDir
+from logtool.recovery.writer import DirHandle
 
 
 class ChangedSinceRepair(QuarantineError):
@@ -87,15 +87,15 @@ def _check_against_journal(run: QuarantineRun) -> None:
         header = read_lines(run.path / JOURNAL)[0]
         named = {(s["dir"], s["name"]) for s in header["steps"]} | \
                 {(s["dir"], s["source"]) for s in header["steps"] if "source" in s}
-    except (OSError, ValueError, KeyError, TypeError, IndexError) as e:
-        raise QuarantineError(f"{run.path / JOURNAL}: cannot be read ({e}); nothing was restored") from None
+    except (OSError, ValueError, KeyError, TypeError, IndexError) as err:
+        raise QuarantineError(f"{run.path / JOURNAL}: cannot be read ({err}); nothing was restored") from None
     for e in run.entries:
         if (e.directory[0], e.name) not in named:
             raise QuarantineError(f"{run.path}: the manifest names {e.original}, which no step of the repair "
                                   f"touched; nothing was restored")
 
 
-def _dir_of(session: Session, e: Entry) -> PartitionDir:
+def _dir_of(session: Session, e: Entry) -> DirHandle:
     return session.directory(*e.directory)
 
 

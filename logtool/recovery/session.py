@@ -12,7 +12,7 @@ from types import FrameType
 
 from logtool.recovery.lock import LockSet
 from logtool.recovery.quarantine import QuarantineRun
-from logtool.recovery.writer import PartitionDir
+from logtool.recovery.writer import DirHandle
 from logtool.store.layout import LOGTOOL_TEMP
 
 # Test-only: at the n-th durable step, the process sends itself a signal (KILL by default; STOP for the lock
@@ -35,8 +35,8 @@ class Session:
         self._start_run = start_run  # called once the locks are held: a new run, or one being resumed
         self._run: QuarantineRun | None = None
         self._locks: LockSet | None = None
-        self._dirs: dict[tuple[str, str], PartitionDir] = {}
-        self._by_name: dict[tuple[str, bool], PartitionDir] = {}
+        self._dirs: dict[tuple[str, str], DirHandle] = {}
+        self._by_name: dict[tuple[str, bool], DirHandle] = {}
         self._steps = 0
         stop = os.environ.get(STOP_AT_ENV)
         self._stop_at = int(stop) if stop else None
@@ -63,7 +63,7 @@ class Session:
             raise
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         for d in self._dirs.values():
             d.close()
         self._dirs.clear()
@@ -81,7 +81,7 @@ class Session:
             signal.signal(sig, handler)  # type: ignore[arg-type]
         self._handlers.clear()
 
-    def directory(self, path: str, root: bool) -> PartitionDir:
+    def directory(self, path: str, root: bool) -> DirHandle:
         """A step's directory by its journaled name: a log dir's root, or a partition dir. (Looked up by
         string first: a repair of 50,000 files asks for it 100,000 times.)"""
         found = self._by_name.get((path, root))
@@ -90,18 +90,18 @@ class Session:
                 self.partition_dir(Path(path))
         return found
 
-    def partition_dir(self, path: Path) -> PartitionDir:
+    def partition_dir(self, path: Path) -> DirHandle:
         """A partition dir, opened once for the session."""
         return self._open(path, path.parent, path.name)
 
-    def log_dir_root(self, log_dir: Path) -> PartitionDir:
+    def log_dir_root(self, log_dir: Path) -> DirHandle:
         """A log dir itself, for its root files (the offset checkpoints)."""
         return self._open(log_dir, log_dir, "")
 
-    def _open(self, path: Path, log_dir: Path, partition: str) -> PartitionDir:
+    def _open(self, path: Path, log_dir: Path, partition: str) -> DirHandle:
         key = (str(log_dir), partition)
         if key not in self._dirs:
-            self._dirs[key] = PartitionDir(path, log_dir, partition)
+            self._dirs[key] = DirHandle(path, log_dir, partition)
         return self._dirs[key]
 
     def step_done(self) -> None:

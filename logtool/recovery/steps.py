@@ -9,10 +9,10 @@ its file by name in it.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from logtool.recovery.quarantine import Entry, QuarantineError, QuarantineRun, stored_chunks, stored_path
-from logtool.recovery.writer import PartitionDir, flush_filesystem, read_chunks, sha256_of
+from logtool.recovery.writer import DirHandle, flush_filesystem, read_chunks, sha256_of
 
 if TYPE_CHECKING:
     from logtool.recovery.session import Session
@@ -25,10 +25,10 @@ class Step:
     name: str  # the file's name in it
     root: bool  # the directory is a log dir (its checkpoints), not a partition dir
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"op": self.op, **{f.name: getattr(self, f.name) for f in fields(self)}}
 
-    def pdir(self, session: "Session") -> PartitionDir:
+    def pdir(self, session: "Session") -> DirHandle:
         return session.directory(self.dir, self.root)
 
     def names(self) -> tuple[str, ...]:
@@ -40,6 +40,11 @@ class Step:
     grouped: ClassVar[bool] = False
 
     def run(self, session: "Session") -> None:
+        raise NotImplementedError
+
+    @staticmethod
+    def run_group(session: "Session", steps: list["Step"]) -> None:
+        """Run a group of steps of this (grouped) type."""
         raise NotImplementedError
 
     def size_hint(self, session: "Session") -> int:
@@ -189,7 +194,7 @@ class PutBack(Step):
 
     @staticmethod
     def run_group(session: "Session", steps: list["Step"]) -> None:
-        dirs: dict[int, PartitionDir] = {}
+        dirs: dict[int, DirHandle] = {}
         for step in steps:
             assert isinstance(step, PutBack)
             pdir = step.pdir(session)
@@ -199,7 +204,7 @@ class PutBack(Step):
             flush_filesystem(pdir.fd)
             pdir.fsync()
 
-    def _put_back(self, run: QuarantineRun, pdir: PartitionDir) -> None:
+    def _put_back(self, run: QuarantineRun, pdir: DirHandle) -> None:
         e = run.entries[self.entry]
         if e.action == "removed dir":
             # extracted over whatever is there: the directory of a repair stopped before it removed it, or of a
@@ -230,7 +235,7 @@ class PutBack(Step):
 STEP_TYPES: dict[str, type[Step]] = {t.op: t for t in (CutTail, RemoveFile, WriteFile, SplitOff, MoveDir, PutBack)}
 
 
-def from_json(doc: dict) -> Step:
+def from_json(doc: dict[str, Any]) -> Step:
     """A journaled step. Raises QuarantineError for anything not of the closed set."""
     kind = STEP_TYPES.get(doc.get("op", ""))
     if kind is None:

@@ -89,7 +89,8 @@ def steps_of(plan: RepairPlan) -> tuple[list[Step], dict[str, bytes]]:
             steps += STEPS_OF[ActionKind(a.action)](p.partition, a, staged)
     for log_dir, a in plan.log_dir_actions:  # the log dirs' own files, once every partition is done
         if a.new_contents:
-            steps += [staged_write(log_dir, name, data, name, staged, root=True) for name, data in a.new_contents.items()]
+            steps += [staged_write(log_dir, name, data, name, staged, root=True)
+                      for name, data in a.new_contents.items()]
         else:
             steps += [replace(s, root=True) for s in STEPS_OF[ActionKind(a.action)](log_dir, a, staged)]
     return steps, staged

@@ -7,10 +7,11 @@ the byte and offset ranges it removes and the records they hold, so that nothing
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 from logtool.checks.engine import Report, plan_targets, segment_bytes
 from logtool.checks.logdir import LogDirReport, check_log_dir
@@ -84,7 +85,7 @@ class Action:
     detail: str = ""
     new_contents: dict[str, bytes] = field(default_factory=dict, repr=False)  # rewritten files, not in JSON
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"action": self.action.value, "files": self.files, "bytes_removed": self.bytes_removed,
                 "byte_range": list(self.byte_range) if self.byte_range else None,
                 "offsets": list(self.offsets) if self.offsets else None, "records": self.records,
@@ -132,7 +133,7 @@ class PartitionPlan:
     def _split_offs(self) -> list[Action]:
         return [a for a in self.actions if a.action is ActionKind.SPLIT_OFF]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"partition": str(self.partition), "log_start_offset": self.log_start,
                 "log_end_offset_as_written": self.log_end_as_written,
                 "log_end_offset_before": self.log_end_before, "log_end_offset_kafka_recovery": self.log_end_before,
@@ -172,7 +173,7 @@ class RepairPlan:
     def records_leaving(self) -> int:
         return sum(p.records_leaving for p in self.partitions)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"strict": self.strict, "partitions": [p.to_dict() for p in self.partitions],
                 "log_dirs": [dict(a.to_dict(), log_dir=str(d)) for d, a in self.log_dir_actions],
                 "log_dir_notes": [{"log_dir": str(d), "note": n} for d, n in self.log_dir_notes],
@@ -182,21 +183,21 @@ class RepairPlan:
 
 
 @dataclass(slots=True)
-class Run:
+class Stretch:
     """A stretch of whole, valid batches of a damaged segment: [start, end) with its offsets and records."""
 
     start: int
     end: int
-    first: int | None = None
-    last: int | None = None
-    highest: int | None = None  # the highest offset held: above `last` where offsets go backwards
-    records: int = 0
+    first: int
+    last: int
+    highest: int  # the highest offset held: above `last` where offsets go backwards
+    records: int
 
 
-def runs_after(seg: Segment, stop: int) -> list[Run]:
+def stretches_after(seg: Segment, stop: int) -> list[Stretch]:
     """The stretches of valid batches of a segment after the bad bytes at `stop`: each stretch that salvage
     finds past damage (the next position where a whole batch validates). Only the tail is read."""
-    runs: list[Run] = []
+    stretches: list[Stretch] = []
     with seg:
         buf, size = seg.buf, seg.size
         counter = RecordCounter()
@@ -206,61 +207,103 @@ def runs_after(seg: Segment, stop: int) -> list[Run]:
             if resume is None:
                 break
             walk = WalkOutcome(size)
-            run = Run(resume, resume)
-            for v in seg.walk(walk, start=resume):
-                _note_batch(run, v, counter)
-            run.end = walk.valid_bytes
-            if run.first is not None:  # a batch that validates alone can still stop the walk (a bad marker)
-                runs.append(run)
+            stretch = _stretch(seg.walk(walk, start=resume), resume, counter)
+            if stretch is not None:  # a batch that validates alone can still stop the walk (a bad marker)
+                stretch.end = walk.valid_bytes
+                stretches.append(stretch)
             if walk.stop is None:
                 break
             pos = max(walk.stop.position, resume)
-    return runs
+    return stretches
 
 
-def _note_batch(run: Run, v: BatchView, counter: RecordCounter) -> None:
+def _stretch(views: Iterator[BatchView], start: int, counter: RecordCounter) -> Stretch | None:
+    """The stretch of the batches a walk from `start` yields (its end is the walk's to set); None when it
+    yields none."""
+    v = next(views, None)
+    if v is None:
+        return None
     counter.feed(v)
-    run.first = (v.base_offset if v.base_offset is not None else v.last_offset) if run.first is None else run.first
-    run.last, run.records = v.last_offset, run.records + counter.counts.pop()
-    run.highest = v.last_offset if run.highest is None else max(run.highest, v.last_offset)
+    first = v.base_offset if v.base_offset is not None else v.last_offset
+    stretch = Stretch(start, start, first, v.last_offset, v.last_offset, counter.counts.pop())
+    for v in views:
+        counter.feed(v)
+        stretch.last, stretch.records = v.last_offset, stretch.records + counter.counts.pop()
+        stretch.highest = max(stretch.highest, v.last_offset)
+    return stretch
 
 
 def plan_partition(part: Partition, strict: bool, interval: int, excise: bool = False) -> PartitionPlan:
     counter = RecordCounter()
+    rep, fed = _check_for_plan(part, interval, counter)
+    plan = PartitionPlan(part.path, excise=excise)
+    plan.unreadable = [f.message for f in rep.all_findings() if f.name == "UNREADABLE"]
+    segs = rep.segments
+    if plan.unreadable or not segs:
+        return plan
+    plan.log_start = segs[0].base_offset
+    plan.log_end_before = rep.facts.log_end if rep.facts else None
+    counts = _counts_by_segment(counter.counts, segs)
+    cuts = _cuts(rep, strict)
+    # The valid batches past each segment's damage, as salvage finds them: what was written there, read once.
+    salvage = {i: stretches_after(part.segments[i], s.first_invalid_position) for i, s in enumerate(segs)
+               if s.first_invalid_position is not None}
+    plan.log_end_as_written = _end_as_written(plan.log_end_before, counter.highest, salvage)
+    plan.valid_records_dropped_by_kafka, plan.records_kept_by_excise = _dropped_by_kafka(part, segs, counts, salvage)
+    kept, pieces = _plan_segments(part, plan, segs, counts, cuts, salvage)
+    plan.log_end_after = _log_end(segs, kept, cuts, part, pieces)
+    _note_dropped(plan)
+    if excise:
+        kept.update({s.file: s.size for s in segs if s.file not in kept})
+    _plan_indexes(part, plan, segs, cuts, kept, fed, interval)
+    for seg, r in pieces:
+        _plan_piece_indexes(seg, r, plan, interval)
+    _plan_side_files(part, plan)
+    if not strict:
+        _note_left_for_strict(plan, segs)
+    return plan
+
+
+def _check_for_plan(part: Partition, interval: int,
+                    counter: RecordCounter) -> tuple[PartitionReport, dict[str, ExpectedIndexes]]:
+    """The partition's checks, with `counter` and the indexes recovery would build (by segment file) fed by
+    their own walk: planning reads each segment once."""
     txns = TxnTracker(history_complete=history_complete(part))
     fed: dict[str, ExpectedIndexes] = {}
 
     def indexes_of(seg: Segment) -> ExpectedIndexes:
-        # The indexes recovery would build, fed by the checks' own walk: planning reads each segment once.
         fed[seg.log_path.name] = ExpectedIndexes(seg.base_offset, seg.buf, txns, interval)
         return fed[seg.log_path.name]
 
-    rep = check_partition(part, deep=False, lens=counter, lens_for=indexes_of)
-    plan = PartitionPlan(part.path, excise=excise)
-    plan.unreadable = [f.message for f in rep.all_findings() if f.name == "UNREADABLE"]
-    if plan.unreadable:
-        return plan
-    segs = rep.segments
-    if not segs:
-        return plan
-    plan.log_start = segs[0].base_offset
-    plan.log_end_before = rep.facts.log_end if rep.facts else None
-    counts, at = [], 0
-    for s in segs:  # each segment's batches' record counts, in order
-        counts.append(counter.counts[at : at + s.batches])
+    return check_partition(part, deep=False, lens=counter, lens_for=indexes_of), fed
+
+
+def _counts_by_segment(counts: list[int], segs: list[SegmentReport]) -> list[list[int]]:
+    """Each segment's batches' record counts, in order, from the counts of the whole walk."""
+    out, at = [], 0
+    for s in segs:
+        out.append(counts[at : at + s.batches])
         at += s.batches
-    cuts = _cuts(rep, strict)
-    # The valid batches past each segment's damage, as salvage finds them: what was written there, read once.
-    salvage = {i: runs_after(part.segments[i], s.first_invalid_position) for i, s in enumerate(segs)
-               if s.first_invalid_position is not None}
-    plan.log_end_as_written = _end_as_written(plan.log_end_before, counter.highest, salvage)
-    plan.valid_records_dropped_by_kafka, plan.records_kept_by_excise = _dropped_by_kafka(part, segs, counts, salvage)
+    return out
+
+
+def _held(s: SegmentReport) -> tuple[int, int] | None:
+    """The offsets the segment's valid prefix holds; None when it holds no batch."""
+    return (s.first_offset, s.last_offset) if s.first_offset is not None and s.last_offset is not None else None
+
+
+def _plan_segments(part: Partition, plan: PartitionPlan, segs: list[SegmentReport], counts: list[list[int]],
+                   cuts: dict[int, tuple[int, Finding]],
+                   salvage: dict[int, list[Stretch]]) -> tuple[dict[str, int], list[tuple[Segment, Stretch]]]:
+    """An action for every segment: kept, cut where the log is cut, or, after the first cut (without --excise),
+    quarantined whole as Kafka's recovery deletes it. Returns the bytes that stay of each file, and the
+    stretches split off as segments of their own (--excise)."""
     kept: dict[str, int] = {}
-    pieces: list[tuple[Segment, Run]] = []  # stretches split off as segments of their own (--excise)
+    pieces: list[tuple[Segment, Stretch]] = []
     dropping = False
     for i, s in enumerate(segs):
         tail = salvage.get(i, [])
-        offsets = _span((s.first_offset, s.last_offset) if s.first_offset is not None else None, tail)
+        offsets = _span(_held(s), tail)
         cut = cuts.get(i)
         if dropping:
             files = [s.file] + [n for n in (Path(s.file).stem + x for x in _SEGMENT_SUFFIXES[1:]) if n in part.files]
@@ -276,108 +319,117 @@ def plan_partition(part: Partition, strict: bool, interval: int, excise: bool = 
         position, finding = cut
         plan.cause = plan.cause or finding
         kept[s.file] = position
-        # Every valid batch in the cut tail: the walk's from a --strict cut inside the valid prefix on, then
-        # salvage's past the damage. With --excise some come back below (split off), and are counted there.
-        offsets, records = _batches_from(part, s.file, position, counts[i]) if position < s.valid_bytes else (None, 0)
-        offsets, records = _span(offsets, tail), records + sum(r.records for r in tail)
-        plan.actions.append(Action(ActionKind.TRUNCATE, [s.file], s.size - position, (position, s.size), offsets,
-                                   records, to_bytes=position,
-                                   detail=f"{finding.code} {finding.name}: {finding.message}"))
-        if excise:
+        plan.actions.append(_truncation(part, s, cut, counts[i], tail))
+        if plan.excise:
             # From a --strict cut inside the prefix the batches after the cut one are kept as well.
-            later = tail if position >= s.valid_bytes else runs_after(part.segments[i], position)
-            gap_start = position
-            for r in later:
-                name = _piece_name(r)
-                if name in part.files:
-                    plan.notes.append(f"bytes {r.start}..{r.end} of {s.file} hold offsets {r.first}..{r.last}, but "
-                                      f"{name} exists already: they stay in the quarantine")
-                    continue
-                plan.actions.append(Action(ActionKind.EXCISE, [s.file], r.start - gap_start, (gap_start, r.start),
-                                           detail="damaged bytes between valid batches"))
-                plan.actions.append(Action(ActionKind.SPLIT_OFF, [name, s.file], 0, (r.start, r.end),
-                                           (r.first, r.last), r.records, to_bytes=r.end - r.start,
-                                           detail=f"the valid batches after the damage become segment {name}"))
-                pieces.append((part.segments[i], r))
-                gap_start = r.end
+            later = tail if position >= s.valid_bytes else stretches_after(part.segments[i], position)
+            pieces += _plan_excise(part, plan, (part.segments[i], s.file), position, later)
         else:
             dropping = True
-    plan.log_end_after = _log_end(segs, kept, cuts, part, pieces)
+    return kept, pieces
+
+
+def _truncation(part: Partition, s: SegmentReport, cut: tuple[int, Finding], counts: list[int],
+                tail: list[Stretch]) -> Action:
+    """The action that cuts the segment at the cut's position, naming every valid batch in the cut tail: the
+    walk's from a --strict cut inside the valid prefix on, then salvage's past the damage (`tail`). With
+    --excise some come back (split off), and are counted there."""
+    position, finding = cut
+    offsets, records = _batches_from(part, s.file, position, counts) if position < s.valid_bytes else (None, 0)
+    return Action(ActionKind.TRUNCATE, [s.file], s.size - position, (position, s.size), _span(offsets, tail),
+                  records + sum(r.records for r in tail), to_bytes=position,
+                  detail=f"{finding.code} {finding.name}: {finding.message}")
+
+
+def _plan_excise(part: Partition, plan: PartitionPlan, cut: tuple[Segment, str], position: int,
+                 later: list[Stretch]) -> list[tuple[Segment, Stretch]]:
+    """--excise: each stretch of valid batches after the cut at `position` of the segment (and its file's
+    name) comes back as a segment of its own (unless its name is taken), the damaged bytes before it
+    excised. Returns the stretches split off."""
+    seg, file = cut
+    pieces = []
+    gap_start = position
+    for r in later:
+        name = _piece_name(r)
+        if name in part.files:
+            plan.notes.append(f"bytes {r.start}..{r.end} of {file} hold offsets {r.first}..{r.last}, but "
+                              f"{name} exists already: they stay in the quarantine")
+            continue
+        plan.actions.append(Action(ActionKind.EXCISE, [file], r.start - gap_start, (gap_start, r.start),
+                                   detail="damaged bytes between valid batches"))
+        plan.actions.append(Action(ActionKind.SPLIT_OFF, [name, file], 0, (r.start, r.end),
+                                   (r.first, r.last), r.records, to_bytes=r.end - r.start,
+                                   detail=f"the valid batches after the damage become segment {name}"))
+        pieces.append((seg, r))
+        gap_start = r.end
+    return pieces
+
+
+def _note_dropped(plan: PartitionPlan) -> None:
+    """The valid records the plan drops as Kafka's recovery would, and how many of them --excise keeps."""
     if plan.valid_records_dropped:
         plan.notes.append(f"{plan.valid_records_dropped} valid record(s) in later segments leave the log with them, "
                           f"as Kafka's recovery would drop them; replicas that hold them can be re-fetched from "
                           f"(the bytes stay in the quarantine)")
-    if not excise and plan.records_kept_by_excise:
+    if not plan.excise and plan.records_kept_by_excise:
         plan.notes.append(f"--excise would keep {plan.records_kept_by_excise} of these valid record(s) (leaving an "
                           f"offset gap where the damage is)")
-    if excise:
-        kept.update({s.file: s.size for s in segs if s.file not in kept})
-    # Recovery rebuilds the indexes of the segments it cuts; others are rewritten only where a check finds
-    # them wrong (an index built while appending can differ from recovery's and still be right).
-    wrong = {f.file for s in segs for f in s.findings if f.kind.fix is Fix.REBUILD_INDEXES and f.file}
-    wrong |= {Path(segs[i].file).stem + x for i in cuts for x in _SEGMENT_SUFFIXES[1:]}
-    # A cut inside the valid prefix (--strict) keeps less than the walk fed: those segments are walked again.
-    exact = {s.file: fed[s.file] for i, s in enumerate(segs)
-             if s.file in fed and (i not in cuts or cuts[i][0] >= s.valid_bytes)}
-    _plan_indexes(part, plan, kept, interval, wrong, exact)
-    for seg, r in pieces:
-        _plan_piece_indexes(seg, r, plan, interval)
-    _plan_side_files(part, plan)
-    if not strict:
-        for s in segs:
-            for f in s.findings:
-                if f.kind.fix is Fix.TRUNCATE_STRICT:
-                    plan.notes.append(f"left as Kafka leaves it: {f.code} {f.name} in {s.file} at byte {f.position} "
-                                      f"(--strict cuts there)")
-    return plan
+
+
+def _note_left_for_strict(plan: PartitionPlan, segs: list[SegmentReport]) -> None:
+    """What only --strict cuts: left as Kafka leaves it, and said so."""
+    for s in segs:
+        for f in s.findings:
+            if f.kind.fix is Fix.TRUNCATE_STRICT:
+                plan.notes.append(f"left as Kafka leaves it: {f.code} {f.name} in {s.file} at byte {f.position} "
+                                  f"(--strict cuts there)")
 
 
 def _cuts(rep: PartitionReport, strict: bool) -> dict[int, tuple[int, Finding]]:
     """Per segment index, the byte position and finding where the log is cut (the first one in the file)."""
-    cuts = {}
+    cuts: dict[int, tuple[int, Finding]] = {}
     for i, seg in enumerate(rep.segments):
-        stops = [f for f in seg.findings
+        stops = [(f.position, f) for f in seg.findings
                  if f.position is not None and (f.kind.cuts or (strict and f.kind.fix is Fix.TRUNCATE_STRICT))]
         if stops:
-            first = min(stops, key=lambda f: f.position)
-            cuts[i] = (first.position, first)
+            cuts[i] = min(stops, key=lambda stop: stop[0])
     return cuts
 
 
-def _end_as_written(kafka_end: int | None, walked: int | None, salvage: dict[int, list[Run]]) -> int | None:
+def _end_as_written(kafka_end: int | None, walked: int | None, salvage: dict[int, list[Stretch]]) -> int | None:
     """One past the highest offset of any valid batch as written, past damage too; at least Kafka's log end (a
     last segment without a batch still names the next offset)."""
     ends = [e for e in (kafka_end, None if walked is None else walked + 1) if e is not None]
-    ends += [r.highest + 1 for runs in salvage.values() for r in runs if r.highest is not None]
+    ends += [r.highest + 1 for stretches in salvage.values() for r in stretches]
     return max(ends, default=None)
 
 
 def _dropped_by_kafka(part: Partition, segs: list[SegmentReport], counts: list[list[int]],
-                      salvage: dict[int, list[Run]]) -> tuple[int, int]:
+                      salvage: dict[int, list[Stretch]]) -> tuple[int, int]:
     """The valid records as written that Kafka's recovery drops: the ones past the damage of the first segment
     whose valid prefix ends early, and all of every later segment. And how many of them --excise keeps: all
     but the stretches whose split-off segment name is taken."""
     first = next((i for i, s in enumerate(segs) if s.first_invalid_position is not None), None)
     if first is None:
         return 0, 0
-    runs = [r for i in range(first, len(segs)) for r in salvage.get(i, [])]
-    dropped = sum(sum(c) for c in counts[first + 1 :]) + sum(r.records for r in runs)
-    return dropped, dropped - sum(r.records for r in runs if _piece_name(r) in part.files)
+    stretches = [r for i in range(first, len(segs)) for r in salvage.get(i, [])]
+    dropped = sum(sum(c) for c in counts[first + 1 :]) + sum(r.records for r in stretches)
+    return dropped, dropped - sum(r.records for r in stretches if _piece_name(r) in part.files)
 
 
-def _span(offsets: tuple[int, int] | None, runs: list[Run]) -> tuple[int, int] | None:
-    """The offsets of `offsets` stretched to the end of the runs salvage found after them."""
-    if not runs:
+def _span(offsets: tuple[int, int] | None, stretches: list[Stretch]) -> tuple[int, int] | None:
+    """The offsets of `offsets` stretched to the end of the stretches salvage found after them."""
+    if not stretches:
         return offsets
-    return (offsets[0] if offsets else runs[0].first, runs[-1].last)
+    return (offsets[0] if offsets else stretches[0].first, stretches[-1].last)
 
 
-def _piece_name(r: Run) -> str:
+def _piece_name(r: Stretch) -> str:
     """The segment a stretch split off with --excise becomes: named, as Kafka names one, by its first offset."""
     return f"{r.first:020d}.log"
 
 
-def _plan_piece_indexes(seg: Segment, r: Run, plan: PartitionPlan, interval: int) -> None:
+def _plan_piece_indexes(seg: Segment, r: Stretch, plan: PartitionPlan, interval: int) -> None:
     """The indexes of a stretch split off as a segment, built as recovery builds them."""
     with seg:
         expected = ExpectedIndexes(r.first, seg.buf, TxnTracker(history_complete=False), interval, origin=r.start)
@@ -396,18 +448,19 @@ def _batches_from(part: Partition, file: str, position: int, counts: list[int]) 
     """The offsets and records of the valid batches at and after `position` (a --strict cut inside the
     valid prefix)."""
     seg = next(s for s in part.segments if s.log_path.name == file)
-    first = last = None
+    span: tuple[int, int] | None = None
     records = 0
     with seg:
         for i, v in enumerate(seg.walk()):
             if v.position >= position:
-                first = (v.base_offset if v.base_offset is not None else v.last_offset) if first is None else first
-                last = v.last_offset
+                first = (v.base_offset if v.base_offset is not None else v.last_offset) if span is None else span[0]
+                span = first, v.last_offset
                 records += counts[i] if i < len(counts) else 0
-    return ((first, last) if first is not None else None), records
+    return span, records
 
 
-def _log_end(segs, kept: dict[str, int], cuts, part: Partition, pieces) -> int | None:
+def _log_end(segs: list[SegmentReport], kept: dict[str, int], cuts: dict[int, tuple[int, Finding]], part: Partition,
+             pieces: list[tuple[Segment, Stretch]]) -> int | None:
     """The log end offset once the plan is carried out: after the last batch that stays."""
     if pieces and pieces[-1][0] is part.segments[-1]:
         return pieces[-1][1].last + 1
@@ -424,9 +477,16 @@ def _log_end(segs, kept: dict[str, int], cuts, part: Partition, pieces) -> int |
     return end
 
 
-def _plan_indexes(part: Partition, plan: PartitionPlan, kept: dict[str, int], interval: int, wrong: set[str],
-                  fed: dict[str, ExpectedIndexes]) -> None:
-    index_plan = plan_index_rebuild(part, interval, kept, wrong, fed)
+def _plan_indexes(part: Partition, plan: PartitionPlan, segs: list[SegmentReport], cuts: dict[int, tuple[int, Finding]],
+                  kept: dict[str, int], fed: dict[str, ExpectedIndexes], interval: int) -> None:
+    # Recovery rebuilds the indexes of the segments it cuts; others are rewritten only where a check finds
+    # them wrong (an index built while appending can differ from recovery's and still be right).
+    wrong = {f.file for s in segs for f in s.findings if f.kind.fix is Fix.REBUILD_INDEXES and f.file}
+    wrong |= {Path(segs[i].file).stem + x for i in cuts for x in _SEGMENT_SUFFIXES[1:]}
+    # A cut inside the valid prefix (--strict) keeps less than the walk fed: those segments are walked again.
+    exact = {s.file: fed[s.file] for i, s in enumerate(segs)
+             if s.file in fed and (i not in cuts or cuts[i][0] >= s.valid_bytes)}
+    index_plan = plan_index_rebuild(part, interval, kept, wrong, exact)
     for name in index_plan.overflow:
         plan.notes.append(f"{name} holds offsets more than 2^31-1 past its base (OFFSET_OVERFLOW): Kafka splits it at "
                           f"load; its indexes are left as they are")
@@ -448,7 +508,7 @@ def _plan_side_files(part: Partition, plan: PartitionPlan) -> None:
     if LEADER_EPOCH_FILE in part.files:
         text, problem = part.side(LEADER_EPOCH_FILE).text()
         try:
-            epochs = leader_epochs(text) if problem is None else None
+            epochs = leader_epochs(text) if text is not None else None
         except MetaError as e:
             problem, epochs = str(e), None
         if problem is not None:
@@ -469,7 +529,8 @@ def _plan_side_files(part: Partition, plan: PartitionPlan) -> None:
                                               f"Kafka deletes it at load"))
         elif f.kind is FileKind.LEFTOVER and f.leftover in (".deleted", ".cleaned"):
             plan.actions.append(Action(ActionKind.HANDLE_LEFTOVER, [name],
-                                       detail=f"a {f.leftover} file, which Kafka's loader deletes; kept in the quarantine"))
+                                       detail=f"a {f.leftover} file, which Kafka's loader deletes; kept in the "
+                                              "quarantine"))
         elif f.kind is FileKind.LEFTOVER:
             plan.notes.append(f"{name}: left for the broker, which applies or discards a .swap at load")
 
@@ -589,44 +650,58 @@ def _plan_checkpoints(result: RepairPlan, log_dirs: dict[Path, LogDirReport]) ->
     for p in result.pending:
         by_dir.setdefault(p.partition.absolute().parent, []).append(p)
     for log_dir, plans in by_dir.items():
-        ld = log_dirs.get(log_dir)
+        ld = log_dirs.get(log_dir) or _log_dir_report(log_dir)
         if ld is None:
-            try:
-                if classify_path(log_dir) is not PathKind.LOG_DIR:
-                    continue
-                ld = check_log_dir(log_dir)
-            except OSError:
-                continue
+            continue
         for file, entries in ld.offsets.items():
-            lowered: dict[tuple[str, int], int] = {}
-            for p in plans:
-                name = parse_partition_dir(p.partition.name)
-                key = (name.topic, name.partition) if name else None
-                offset = entries.get(key)
-                if offset is None or p.log_end_after is None or offset <= p.log_end_after:
-                    continue
-                if file in _CORRECTED_AT_LOAD:
-                    lowered[key] = p.log_end_after
-                    p.notes.append(f"{file}: {offset} lies past the new log end {p.log_end_after}; lowered to it, "
-                                   f"as the broker would at load")
-                    if file == "replication-offset-checkpoint":
-                        p.notes.append(f"offsets {p.log_end_after}..{offset - 1} were committed (below the high "
-                                       f"watermark) and this replica no longer holds them: let it re-fetch them from "
-                                       f"an in-sync replica, and do not let it become leader first")
-                elif file in _REPORTED_PAST_END:
-                    p.notes.append(f"{file}: {offset} lies past the new log end {p.log_end_after}; "
-                                   f"{_REPORTED_PAST_END[file]}")
-            if lowered:
-                result.log_dir_seen.append(look(log_dir, [file]))
+            lowered = _past_new_ends(file, entries, plans)
+            if not lowered:
+                continue
+            result.log_dir_seen.append(look(log_dir, [file]))
             text, problem = read_side(log_dir / file).text()
-            if lowered and problem is not None:
+            if text is None:
                 result.problems.append(f"{log_dir / file}: {problem}; its entries past the new log ends stay")
-            elif lowered:
+            else:
                 text = _rewritten_checkpoint(text, lowered)
                 result.log_dir_actions.append((log_dir, Action(
                     ActionKind.TRIM_CHECKPOINT, [file],
                     detail=", ".join(f"{t}-{n} -> {o}" for (t, n), o in sorted(lowered.items())),
                     new_contents={file: text.encode()})))
+
+
+def _log_dir_report(log_dir: Path) -> LogDirReport | None:
+    """The checks of a log dir the PATHs did not name (a partition dir's parent); None where it is not one."""
+    try:
+        return check_log_dir(log_dir) if classify_path(log_dir) is PathKind.LOG_DIR else None
+    except OSError:
+        return None
+
+
+def _past_new_ends(file: str, entries: dict[tuple[str, int], int],
+                   plans: list[PartitionPlan]) -> dict[tuple[str, int], int]:
+    """The entries of an offset checkpoint that lie past their partition's new log end, lowered to it where the
+    broker lowers them at load; the others are only noted on their partition's plan."""
+    lowered: dict[tuple[str, int], int] = {}
+    for p in plans:
+        name = parse_partition_dir(p.partition.name)
+        if name is None:
+            continue
+        key = (name.topic, name.partition)
+        offset = entries.get(key)
+        if offset is None or p.log_end_after is None or offset <= p.log_end_after:
+            continue
+        if file in _CORRECTED_AT_LOAD:
+            lowered[key] = p.log_end_after
+            p.notes.append(f"{file}: {offset} lies past the new log end {p.log_end_after}; lowered to it, "
+                           f"as the broker would at load")
+            if file == "replication-offset-checkpoint":
+                p.notes.append(f"offsets {p.log_end_after}..{offset - 1} were committed (below the high "
+                               f"watermark) and this replica no longer holds them: let it re-fetch them from "
+                               f"an in-sync replica, and do not let it become leader first")
+        elif file in _REPORTED_PAST_END:
+            p.notes.append(f"{file}: {offset} lies past the new log end {p.log_end_after}; "
+                           f"{_REPORTED_PAST_END[file]}")
+    return lowered
 
 
 def _rewritten_checkpoint(text: str, lowered: dict[tuple[str, int], int]) -> str:

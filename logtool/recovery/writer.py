@@ -1,6 +1,7 @@
-"""Writing into a partition directory, the only way logtool does it.
+"""Writing into a log dir (a partition directory, or the log dir itself for its own files), the only way logtool
+does it.
 
-Everything goes through a file descriptor of the partition directory opened with O_NOFOLLOW, and every name
+Everything goes through a file descriptor of the directory (a DirHandle) opened with O_NOFOLLOW, and every name
 is opened with O_NOFOLLOW: a symlink planted in a log dir, or a partition dir that is itself a symlink, makes
 the repair refuse instead of writing somewhere else. Temporary files get unpredictable names and are created
 with O_EXCL. A file that replaces another keeps its owner, group and mode, so a broker running as its own
@@ -48,7 +49,7 @@ class FileMeta:
         return cls(st.st_size, st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode), st.st_mtime_ns, st.st_nlink)
 
 
-class PartitionDir:
+class DirHandle:
     """A directory of a log dir held open by fd for the length of a repair: a partition dir, or the log dir
     itself for its root files (then `partition` is ""). `log_dir` and `partition` are the names the
     manifest records, as the user gave them (a symlink is not resolved)."""
@@ -65,10 +66,10 @@ class PartitionDir:
     def close(self) -> None:
         os.close(self.fd)
 
-    def __enter__(self) -> "PartitionDir":
+    def __enter__(self) -> "DirHandle":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def meta(self, name: str) -> FileMeta | None:
@@ -120,9 +121,6 @@ class PartitionDir:
 
     def names(self) -> list[str]:
         return os.listdir(self.fd)
-
-    def open_read(self, name: str) -> int:
-        return os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=self.fd)
 
     def chunks(self, name: str, start: int = 0, end: int | None = None) -> Iterator[bytes]:
         """The file's bytes from `start` to `end` (the end of the file when None)."""
@@ -246,7 +244,17 @@ def _chain(*parts: Iterator[bytes]) -> Iterator[bytes]:
         yield from part
 
 
-def write_all(fd: int, data) -> None:
+def fsync_dir(path: Path) -> None:
+    """Make a directory's entries durable (a file created, renamed or removed in it): a quarantine run's, whose
+    directories logtool made, so its path is followed as given."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]

@@ -3,10 +3,10 @@ damage met) or as one JSON document holding the same objects under "events".
 
 Every object has a "type": "record", "batch", "damage" (a segment's valid prefix ended: where, why, how
 many bytes follow; or, with "reading_goes_on", damage Kafka's recovery keeps, such as offsets going
-backwards; or a segment that could not be opened, its finding UNREADABLE), "skipped" (bytes --salvage passed over) or "records_unreadable" (a batch whose records
-could not all be decoded). Record objects are built as text rather than through json.dumps of a dict:
-the batch part is encoded once per batch, keys and values go through the decoders' JSON encoders. This
-is about a third of a dump's time (`make bench`, bench/results/dump.md).
+backwards; or a segment that could not be opened, its finding UNREADABLE), "skipped" (bytes --salvage
+passed over) or "records_unreadable" (a batch whose records could not all be decoded). Record objects are
+built as text rather than through json.dumps of a dict: the batch part is encoded once per batch, keys and
+values go through the decoders' JSON encoders (what JSON rendering costs of a dump: bench/results/dump.md).
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from logtool.reads.decoders import PIECE, Decoder, kernel_mode
 from logtool.format.batch import BatchView
+from logtool.format.records import Header, Record
 from logtool.reads.file_dump import FileDump
 from logtool.reads.ranges import Anomaly, BatchRead, Control, Damage, Event, PackedRecords, Skipped, Unreadable
 from logtool.render.jsonout import undecoded_escaped
@@ -91,74 +92,93 @@ _ASCII_AS_ITSELF = {"utf-8", "ascii", "iso8859-1", "cp1252"}
 
 
 def objects(events: Iterable[Event], key: Decoder, value: Decoder,
-            whole: RecordDecoder | None = None) -> Iterable["str | bytes | Pieces"]:
+            whole: RecordDecoder | None = None) -> Iterable[str | bytes | Pieces]:
     """One JSON text per object, batch by batch (several records' lines joined in one string, or ASCII bytes
     where the kernel rendered them; a record too large for that as its own Pieces)."""
-    kj, vj = key.json_fragment, value.json_fragment
     modes = (None, None) if whole is not None else (kernel_mode(key), kernel_mode(value))
     for ev in events:
         if isinstance(ev, BatchRead):
-            v = ev.view
-            batch = batch_dict(ev.segment.log_path.name, v)
-            if ev.unverified:
-                batch["unverified"] = True  # its CRC fails: what follows is what its bytes read
-            if ev.records is None:
-                yield _dumps({"type": "batch", **batch})
-                continue
-            tail = f',"batch":{_dumps(batch)}}}'  # encoded once per batch
-            compiled = _compiled_lines(ev, modes, tail)
-            if compiled is not None:
-                if compiled:
-                    yield compiled
-                continue
-            mark = '"unverified":true,' if ev.unverified else ''
-            ts_type = v.timestamp_type
-            controls = ev.controls
-            lines = []
-            # Tuple unpacking: a NamedTuple's attribute reads cost more than the formatting around them.
-            for i, (offset, ts, k, val, headers, seq, _crc, _valid) in enumerate(ev.records):
-                if headers:
-                    hs = "[" + ",".join(
-                        f'{{"key":{_string(h.key.decode("utf-8", "backslashreplace"))},'
-                        f'"value":{"null" if h.value is None else vj(h.value)}}}' for h in headers) + "]"
-                else:
-                    hs = "[]"
-                control = "null" if controls is None else _control(controls[i])
-                head = f'{{"type":"record","offset":{offset},"timestamp":{ts},"timestamp_type":"{ts_type}",{mark}'
-                rest = (f'"headers":{hs},"key_size":{-1 if k is None else len(k)},'
-                        f'"value_size":{-1 if val is None else len(val)},"sequence":{seq},"control":{control}' + tail)
-                if whole is not None and controls is None:  # an internal topic's record: Kafka's objects
-                    ko, vo, schema = whole.objects(offset, k, val)
-                    lines.append(head + f'"key":{_dumps(ko)},"value":{_dumps(vo)},"schema":{_dumps(schema)},' + rest)
-                    continue
-                if (k is not None and len(k) > LARGE) or (val is not None and len(val) > LARGE):
-                    if lines:
-                        yield "\n".join(lines)
-                        lines = []
-                    yield Pieces(_large_record(head, rest, k, val, key, value))
-                    continue
-                lines.append(head + f'"key":{"null" if k is None else kj(k)},"value":{"null" if val is None else vj(val)},'
-                             + rest)
-            if ev.problem is not None:
-                lines.append(_dumps({"type": "records_unreadable", "segment": ev.problem.file,
-                                     "position": ev.problem.position, "finding": ev.problem.to_dict()}))
+            yield from _batch_objects(ev, key, value, whole, modes)
+            continue
+        text = _event_object(ev)
+        if text is not None:
+            yield text
+
+
+def _batch_objects(ev: BatchRead, key: Decoder, value: Decoder, whole: RecordDecoder | None,
+                   modes: tuple[int | None, int | None]) -> Iterator[str | bytes | Pieces]:
+    batch = batch_dict(ev.segment.log_path.name, ev.view)
+    if ev.unverified:
+        batch["unverified"] = True  # its CRC fails: what follows is what its bytes read
+    if ev.records is None:
+        yield _dumps({"type": "batch", **batch})
+        return
+    tail = f',"batch":{_dumps(batch)}}}'  # encoded once per batch
+    compiled = _compiled_lines(ev, modes, tail)
+    if compiled is not None:
+        if compiled:
+            yield compiled
+        return
+    yield from _record_objects(ev, ev.records, tail, key, value, whole)
+
+
+def _record_objects(ev: BatchRead, records: Iterable[Record], tail: str, key: Decoder, value: Decoder,
+                    whole: RecordDecoder | None) -> Iterator[str | Pieces]:
+    """The reference's record objects of a batch (`tail`: the batch part, encoded), and the finding that
+    stopped its decoding."""
+    kj, vj = key.json_fragment, value.json_fragment
+    mark = '"unverified":true,' if ev.unverified else ''
+    ts_type = ev.view.timestamp_type
+    controls = ev.controls
+    lines = []
+    # Tuple unpacking: a NamedTuple's attribute reads cost more than the formatting around them.
+    for i, (offset, ts, k, val, headers, seq, _crc, _valid) in enumerate(records):
+        hs = _headers(headers, vj) if headers else "[]"
+        control = "null" if controls is None else _control(controls[i])
+        head = f'{{"type":"record","offset":{offset},"timestamp":{ts},"timestamp_type":"{ts_type}",{mark}'
+        rest = (f'"headers":{hs},"key_size":{-1 if k is None else len(k)},'
+                f'"value_size":{-1 if val is None else len(val)},"sequence":{seq},"control":{control}' + tail)
+        if whole is not None and controls is None:  # an internal topic's record: Kafka's objects
+            ko, vo, schema = whole.objects(offset, k, val)
+            lines.append(head + f'"key":{_dumps(ko)},"value":{_dumps(vo)},"schema":{_dumps(schema)},' + rest)
+        elif (k is not None and len(k) > LARGE) or (val is not None and len(val) > LARGE):
             if lines:
                 yield "\n".join(lines)
-        elif isinstance(ev, Damage):
-            f = ev.finding
-            yield _dumps({"type": "damage", "segment": f.file, "position": f.position,
-                          "bytes_following": ev.bytes_following, "finding": f.to_dict()})
-        elif isinstance(ev, Anomaly):
-            f = ev.finding
-            yield _dumps({"type": "damage", "segment": f.file, "position": f.position, "bytes_following": None,
-                          "reading_goes_on": True, "finding": f.to_dict()})
-        elif isinstance(ev, Unreadable):  # where and why reading stopped, and the bytes left unread
-            f = ev.finding
-            yield _dumps({"type": "damage", "segment": f.file, "position": f.position, "bytes_following": ev.size,
-                          "finding": f.to_dict()})
-        elif isinstance(ev, Skipped):
-            yield _dumps({"type": "skipped", "segment": ev.segment.log_path.name, "start": ev.start,
-                          "end": ev.end, "bytes": ev.end - ev.start, "resumed": ev.resumed})
+                lines = []
+            yield Pieces(_large_record(head, rest, k, val, key, value))
+        else:
+            lines.append(head + f'"key":{"null" if k is None else kj(k)},'
+                                f'"value":{"null" if val is None else vj(val)},' + rest)
+    if ev.problem is not None:
+        lines.append(_dumps({"type": "records_unreadable", "segment": ev.problem.file,
+                             "position": ev.problem.position, "finding": ev.problem.to_dict()}))
+    if lines:
+        yield "\n".join(lines)
+
+
+def _headers(headers: tuple[Header, ...], vj: Callable[[bytes], str]) -> str:
+    return "[" + ",".join(f'{{"key":{_string(h.key.decode("utf-8", "backslashreplace"))},'
+                          f'"value":{"null" if h.value is None else vj(h.value)}}}' for h in headers) + "]"
+
+
+def _event_object(ev: Event) -> str | None:
+    """The object of an event other than a batch's: damage, or bytes skipped; None for the others."""
+    if isinstance(ev, Damage):
+        f = ev.finding
+        return _dumps({"type": "damage", "segment": f.file, "position": f.position,
+                       "bytes_following": ev.bytes_following, "finding": f.to_dict()})
+    if isinstance(ev, Anomaly):
+        f = ev.finding
+        return _dumps({"type": "damage", "segment": f.file, "position": f.position, "bytes_following": None,
+                       "reading_goes_on": True, "finding": f.to_dict()})
+    if isinstance(ev, Unreadable):  # where and why reading stopped, and the bytes left unread
+        f = ev.finding
+        return _dumps({"type": "damage", "segment": f.file, "position": f.position, "bytes_following": ev.size,
+                       "finding": f.to_dict()})
+    if isinstance(ev, Skipped):
+        return _dumps({"type": "skipped", "segment": ev.segment.log_path.name, "start": ev.start,
+                       "end": ev.end, "bytes": ev.end - ev.start, "resumed": ev.resumed})
+    return None
 
 
 def _compiled_lines(ev: BatchRead, modes: tuple[int | None, int | None], tail: str) -> bytes | None:

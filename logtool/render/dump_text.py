@@ -123,74 +123,44 @@ def render(events: Iterable[Event], out: TextIO, key: Decoder | None, value: Dec
     tool does on stderr, every place where a record's offset is not the one before it plus one. Returns True
     when the text ends inside a line, as Kafka's does where its tool throws in the middle of one: whatever
     is written after it must start a line first."""
-    gaps: dict[str, dict[int, int]] = {}  # segment (absolute path) -> previous offset -> the offset after it
-    previous = -1
-    kafka_died = False  # Kafka's tool threw: it never gets to its list of gaps
-    open_line = False
-    modes = (NOT_SHOWN, NOT_SHOWN) if key is None or value is None else \
-        (None, None) if whole is not None else (kernel_mode(key), kernel_mode(value))
+    text = _Text(out, err, key, value, whole)
     for ev in events:
+        text.event(ev)
+    return text.finish()
+
+
+class _Text:
+    """`render`'s writing, event by event, and what it carries from one event to the next."""
+
+    def __init__(self, out: TextIO, err: TextIO, key: Decoder | None, value: Decoder | None,
+                 whole: RecordDecoder | None) -> None:
+        self.out, self.err, self.key, self.value, self.whole = out, err, key, value, whole
+        self.gaps: dict[str, dict[int, int]] = {}  # segment (absolute path) -> previous offset -> the offset after it
+        self.previous = -1
+        self.kafka_died = False  # Kafka's tool threw: it never gets to its list of gaps
+        self.open_line = False
+        self.modes = (NOT_SHOWN, NOT_SHOWN) if key is None or value is None else \
+            (None, None) if whole is not None else (kernel_mode(key), kernel_mode(value))
+
+    def event(self, ev: Event) -> None:
+        err = self.err
         if isinstance(ev, BatchRead):
-            lines = [] if ev.continued else [batch_line(ev.view)]
-            compiled = _compiled_lines(ev, modes, previous)
-            if compiled is None and ev.records:
-                path = os.path.abspath(ev.segment.log_path)
-                for r in ev.records:
-                    if r.offset != previous + 1:
-                        gaps.setdefault(path, {})[previous] = r.offset
-                    previous = r.offset
-            if ev.unverified and not ev.continued:
-                err.write(f"logtool: the batch at byte {ev.view.position} of {ev.segment.log_path.name} fails its CRC; "
-                          f"its records follow as its bytes read (any of them may be wrong)\n")
-            if compiled is not None:
-                text, previous, pairs = compiled
-                if pairs:
-                    gaps.setdefault(os.path.abspath(ev.segment.log_path), {}).update(pairs)
-                out.write("".join(line + "\n" for line in lines) + text)
-                continue
-            if ev.records is not None:
-                controls = ev.controls
-                for i, r in enumerate(ev.records):
-                    control = controls[i] if controls is not None else None
-                    if (r.key is not None and len(r.key) > LARGE) or (r.value is not None and len(r.value) > LARGE):
-                        out.write("".join(line + "\n" for line in lines))  # what came before, then this in pieces
-                        lines = []
-                        for piece in record_pieces(ev.view, r, control, key, value, whole):
-                            out.write(piece)
-                        out.write("\n")
-                    else:
-                        lines.append(record_line(ev.view, r, control, key, value, whole))
-            if lines:
-                out.write("\n".join(lines) + "\n")
-            if ev.problem is not None:
-                f = ev.problem
-                err.write(f"logtool: reading records stopped in the batch at byte {f.position} of {f.file}: "
-                          f"{f.code} {f.name}: {f.message}\n")
+            self._batch(ev)
         elif isinstance(ev, SegmentStart):
-            out.write(("\n" if open_line else "") + f"Dumping {ev.segment.log_path}\n{_file_header(ev.segment)}\n")
-            open_line = False
-            previous = -1  # Kafka's tool counts from -1 in each file
+            self.out.write(("\n" if self.open_line else "") + f"Dumping {ev.segment.log_path}\n"
+                           f"{_file_header(ev.segment)}\n")
+            self.open_line = False
+            self.previous = -1  # Kafka's tool counts from -1 in each file
         elif isinstance(ev, KafkaRecordsStop):
-            if ev.legacy_sizes is not None:  # its one record's line, the sizes as the message's fields give them
-                offset = ev.view.last_offset
-                if offset != previous + 1:
-                    gaps.setdefault(os.path.abspath(ev.segment.log_path), {})[previous] = offset
-                previous = offset
-                out.write(_torn_legacy_line(ev.view, *ev.legacy_sizes) + ("\n" if ev.reading_goes_on else ""))
-                open_line = not ev.reading_goes_on
-            if not ev.reading_goes_on:
-                kafka_died = True
-                err.write(f"logtool: kafka-dump-log throws in the records of the batch at byte {ev.view.position} of "
-                          f"{ev.segment.log_path.name}: its text of the file ends there, and so does this one "
-                          f"(--salvage reads on)\n")
+            self._kafka_stop(ev)
         elif isinstance(ev, Unreadable):
-            kafka_died = True  # it cannot open the file
+            self.kafka_died = True  # it cannot open the file
             err.write(f"logtool: {ev.finding.message} (its records are left out)\n")
         elif isinstance(ev, Damage):
             f = ev.finding
             if ev.kafka_ends_quietly:
-                out.write(f"Found {ev.bytes_following} invalid bytes at the end of {f.file}\n")
-            kafka_died |= ev.kafka_throws
+                self.out.write(f"Found {ev.bytes_following} invalid bytes at the end of {f.file}\n")
+            self.kafka_died |= ev.kafka_throws
             err.write(f"logtool: damage at byte {f.position} of {f.file}: {f.code} {f.name}: {f.message}\n")
         elif isinstance(ev, Anomaly):
             f = ev.finding
@@ -200,10 +170,70 @@ def render(events: Iterable[Event], out: TextIO, key: Decoder | None, value: Dec
             why = f"a valid batch starts at byte {ev.end}" if ev.resumed else "no valid batch follows in the file"
             err.write(f"logtool: skipped {ev.end - ev.start} bytes of {ev.segment.log_path.name} from byte {ev.start}: "
                       f"{why}\n")
-    for path, pairs in ({} if kafka_died else gaps).items():
-        err.write(f"Non-consecutive offsets in {path}\n")
-        err.write("".join(f"  {a} is followed by {b}\n" for a, b in sorted(pairs.items())))
-    return open_line
+
+    def finish(self) -> bool:
+        for path, pairs in ({} if self.kafka_died else self.gaps).items():
+            self.err.write(f"Non-consecutive offsets in {path}\n")
+            self.err.write("".join(f"  {a} is followed by {b}\n" for a, b in sorted(pairs.items())))
+        return self.open_line
+
+    def _offset(self, path: str, offset: int) -> None:
+        """The next record's offset: a gap where it is not the one before plus one."""
+        if offset != self.previous + 1:
+            self.gaps.setdefault(path, {})[self.previous] = offset
+        self.previous = offset
+
+    def _batch(self, ev: BatchRead) -> None:
+        lines = [] if ev.continued else [batch_line(ev.view)]
+        compiled = _compiled_lines(ev, self.modes, self.previous)
+        if compiled is None and ev.records:
+            path = os.path.abspath(ev.segment.log_path)
+            for r in ev.records:
+                self._offset(path, r.offset)
+        if ev.unverified and not ev.continued:
+            self.err.write(f"logtool: the batch at byte {ev.view.position} of {ev.segment.log_path.name} fails its "
+                           f"CRC; its records follow as its bytes read (any of them may be wrong)\n")
+        if compiled is not None:
+            text, self.previous, pairs = compiled
+            if pairs:
+                self.gaps.setdefault(os.path.abspath(ev.segment.log_path), {}).update(pairs)
+            self.out.write("".join(line + "\n" for line in lines) + text)
+            return
+        if ev.records is not None:
+            lines = self._records(ev, ev.records, lines)
+        if lines:
+            self.out.write("\n".join(lines) + "\n")
+        if ev.problem is not None:
+            f = ev.problem
+            self.err.write(f"logtool: reading records stopped in the batch at byte {f.position} of {f.file}: "
+                           f"{f.code} {f.name}: {f.message}\n")
+
+    def _records(self, ev: BatchRead, records: Iterable[Record], lines: list[str]) -> list[str]:
+        """The record lines of a batch after `lines` (its batch line, if any): written at once where a key or a
+        value is large (in pieces, what came before first), else returned with `lines` to be written."""
+        out, controls = self.out, ev.controls
+        for i, r in enumerate(records):
+            control = controls[i] if controls is not None else None
+            if (r.key is not None and len(r.key) > LARGE) or (r.value is not None and len(r.value) > LARGE):
+                out.write("".join(line + "\n" for line in lines))  # what came before, then this in pieces
+                lines = []
+                for piece in record_pieces(ev.view, r, control, self.key, self.value, self.whole):
+                    out.write(piece)
+                out.write("\n")
+            else:
+                lines.append(record_line(ev.view, r, control, self.key, self.value, self.whole))
+        return lines
+
+    def _kafka_stop(self, ev: KafkaRecordsStop) -> None:
+        if ev.legacy_sizes is not None:  # its one record's line, the sizes as the message's fields give them
+            self._offset(os.path.abspath(ev.segment.log_path), ev.view.last_offset)
+            self.out.write(_torn_legacy_line(ev.view, *ev.legacy_sizes) + ("\n" if ev.reading_goes_on else ""))
+            self.open_line = not ev.reading_goes_on
+        if not ev.reading_goes_on:
+            self.kafka_died = True
+            self.err.write(f"logtool: kafka-dump-log throws in the records of the batch at byte {ev.view.position} "
+                           f"of {ev.segment.log_path.name}: its text of the file ends there, and so does this one "
+                           f"(--salvage reads on)\n")
 
 
 def _compiled_lines(ev: BatchRead, modes: tuple[int | None, int | None], previous: int) -> tuple | None:

@@ -10,7 +10,8 @@ def render_hit(doc: dict) -> None:
     out = console()
     ts = f" (timestamp {doc['timestamp']})" if doc["timestamp"] is not None else ""
     out.print(f"offset {doc['offset']}{ts}: {escape(glued(doc['segment']))} byte {doc['position']}, batch "
-              f"{doc['batch_base_offset']}..{doc['batch_last_offset']} ({doc['batch_size']} bytes, magic {doc['magic']})")
+              f"{doc['batch_base_offset']}..{doc['batch_last_offset']} ({doc['batch_size']} bytes, magic "
+              f"{doc['magic']})")
     out.print(f"read {doc['index_entries_read']} index entries and {doc['log_bytes_read']} log bytes")
     for note in doc["index_notes"]:
         out.print(f"[yellow]note[/]: {escape(note)}")

@@ -20,7 +20,7 @@ class Meter:
 
     def __init__(self, bar: "Progress | None" = None) -> None:
         self._bar = bar
-        self._task = bar.add_task("", total=None) if bar is not None else None
+        self._task = bar.add_task("", total=None) if bar is not None else None  # None exactly when _bar is
 
     @property
     def shown(self) -> bool:
@@ -32,17 +32,12 @@ class Meter:
         return self.total if self._bar is not None else None
 
     def total(self, n: int) -> None:
-        if self._bar is not None:
+        if self._bar is not None and self._task is not None:
             self._bar.update(self._task, total=n)
 
     def add(self, n: int = 1) -> None:
-        if self._bar is not None:
+        if self._bar is not None and self._task is not None:
             self._bar.advance(self._task, n)
-
-    def say(self, text: str) -> None:
-        """A line above the bar (a stage that takes a while, such as Spark's start-up)."""
-        if self._bar is not None:
-            self._bar.console.print(text)
 
     def reading(self, policy: ReadPolicy | None) -> ReadPolicy | None:
         """`policy` (or none) with every byte the walker reads counted here."""
@@ -59,7 +54,8 @@ def progress(label: str, in_bytes: bool = True, shown: bool | None = None) -> It
     if not (sys.stderr.isatty() if shown is None else shown):
         yield Meter()
         return
-    # rich's progress display is imported only where it is shown: a tenth of a small command's start-up
+    # rich's progress display is imported only where it is shown: importing it is a noticeable part of a small
+    # command's start-up (bench/results/kernel.md)
     from rich.console import Console
     from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                                TimeRemainingColumn, TransferSpeedColumn)

@@ -26,12 +26,17 @@ def _offsets(a: Action) -> str:
     return f", offsets {lo}..{hi}" if lo != hi else f", offset {lo}"
 
 
+def _bytes(a: Action) -> tuple[int, int]:
+    assert a.byte_range is not None  # a truncate, an excise and a split-off each name the bytes they take
+    return a.byte_range
+
+
 def _line(a: Action) -> str:
     name = escape(", ".join(glued(f) for f in a.files))
     if a.action is ActionKind.KEEP:
         return f"  keep      {name} ({a.records} records{_offsets(a)})"
     if a.action is ActionKind.TRUNCATE:
-        lo, hi = a.byte_range
+        lo, hi = _bytes(a)
         # With --excise the valid records in the cut tail come back in the split-off lines below it.
         held = f"; they hold {a.records} valid records{_offsets(a)}" if a.records else ""
         return (f"  [bold red]truncate[/]  {name} to {a.to_bytes} bytes: bytes {lo}..{hi} ({a.bytes_removed} bytes) "
@@ -40,10 +45,10 @@ def _line(a: Action) -> str:
         return (f"  [red]quarantine whole segment[/] {name}: {a.bytes_removed} bytes, {a.records} valid "
                 f"records{_offsets(a)}")
     if a.action is ActionKind.EXCISE:
-        lo, hi = a.byte_range
+        lo, hi = _bytes(a)
         return f"  [red]excise[/]    bytes {lo}..{hi} of {_name(a.files[0])} ({a.bytes_removed} damaged bytes)"
     if a.action is ActionKind.SPLIT_OFF:
-        lo, hi = a.byte_range
+        lo, hi = _bytes(a)
         return (f"  [green]split off[/] bytes {lo}..{hi} of {_name(a.files[1])} as {_name(a.files[0])} "
                 f"({a.records} records{_offsets(a)})")
     return f"  [yellow]{a.action}[/]: {escape(a.detail)}"

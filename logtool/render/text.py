@@ -170,8 +170,9 @@ def _status(status: str) -> str:
 
 
 class _Lines:
-    """Lines of markup printed a few hundred at a time: one `Console.print` per line costs a third of a
-    verify of thousands of small partitions. Lines that stay whole are parsed as one markup text."""
+    """Lines of markup printed a few hundred at a time: one `Console.print` per line is a large share of a
+    verify of thousands of small partitions (bench/results/kernel.md). Lines that stay whole are parsed as
+    one markup text."""
 
     EVERY = 256
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from logtool.format import Bytes
 from logtool.format.batch import BatchView
 from logtool.format.index import MAX_RELATIVE_OFFSET, OFFSET_ENTRY, TIME_ENTRY, TXN_ENTRY, AbortedTxn
 from logtool.rules.transactions import UNKNOWN_OFFSET, TxnTracker
@@ -16,7 +17,7 @@ class ExpectedIndexes:
     """One segment's rebuilt `.index`, `.timeindex` and `.txnindex` entries, fed batch by batch."""
 
     base_offset: int
-    buf: object
+    buf: Bytes
     txns: TxnTracker
     interval: int = DEFAULT_INDEX_INTERVAL_BYTES
     origin: int = 0  # where the segment starts in `buf` (a piece of a file being split off as a segment)

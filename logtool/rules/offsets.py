@@ -11,5 +11,6 @@ def offsets_go_back(prev_last: int | None, view: BatchView) -> str | None:
     last = view.last_offset
     first = view.base_offset if view.base_offset is not None else last
     if prev_last is not None and (first <= prev_last or last < first):
-        return f"batch at byte {view.position} covers offsets {first}..{last} after a batch ending at offset {prev_last}"
+        return (f"batch at byte {view.position} covers offsets {first}..{last} after a batch ending at offset "
+                f"{prev_last}")
     return None

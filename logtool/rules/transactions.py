@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from logtool.format import Bytes
 from logtool.format.batch import BatchView
 from logtool.format.index import AbortedTxn
 from logtool.format.records import RecordError, first_control
@@ -23,13 +24,15 @@ class TxnTracker:
     history_complete: bool = True
     ended: set[int] = field(default_factory=set)  # producers whose end marker this walk has seen
 
-    def feed(self, buf, v: BatchView) -> AbortedTxn | None:
+    def feed(self, buf: Bytes, v: BatchView) -> AbortedTxn | None:
         """Account for one batch; the aborted transaction it completes, if any."""
         if v.magic < 2 or not v.attributes & 0x10 or v.producer_id < 0:
             return None
+        base = v.base_offset
+        assert base is not None  # a v2 header always holds it; only legacy wrappers lack one
         if not v.attributes & 0x20:  # transactional data: opens a transaction unless one is open
             if self.history_complete or v.producer_id in self.ended:
-                self.open_txns.setdefault(v.producer_id, v.base_offset)
+                self.open_txns.setdefault(v.producer_id, base)
             else:
                 # Without the history, the first batch seen may continue a transaction opened before the walk
                 # began (a split audit's later piece, a log retention shortened): its first offset is unknown.
@@ -48,5 +51,5 @@ class TxnTracker:
         if first_offset is None:  # opened before the first batch we saw
             first_offset = UNKNOWN_OFFSET
         # The last stable offset: the first offset of the earliest transaction still open elsewhere.
-        lso = min(self.open_txns.values(), default=v.base_offset + 1)
-        return AbortedTxn(0, v.producer_id, first_offset, v.base_offset, lso)
+        lso = min(self.open_txns.values(), default=base + 1)
+        return AbortedTxn(0, v.producer_id, first_offset, base, lso)

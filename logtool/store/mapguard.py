@@ -35,24 +35,51 @@ the tool still runs; a truncation under it then kills the process, as before thi
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
+
+
+class _Extension(Protocol):
+    """What this module calls of the extension. `_mapguard.pyi` declares the C functions' signatures; mypy
+    holds that module to this contract where it is imported as `_c`."""
+
+    def register(self, buf: Buffer, /) -> int: ...
+    def unregister(self, slot: int, /) -> None: ...
+    def faulted(self, slot: int, /) -> int: ...
+    def reset(self, slot: int, /) -> None: ...
+    def handler_state(self) -> str: ...
+
+
+class _NoTableFullError(RuntimeError):
+    """Every slot is taken (never raised without the extension)."""
+
+
+_c: _Extension | None
+TableFullError: type[RuntimeError]
 try:
-    from logtool.store import _mapguard as _c
+    from logtool.store import _mapguard
 except ImportError as e:  # see the module docstring: Windows, or a checkout that was never installed
     _c = None
     AVAILABLE = False
     UNAVAILABLE_REASON: str | None = str(e)
-
-    class TableFullError(RuntimeError):
-        """Every slot is taken (never raised without the extension)."""
-
+    TableFullError = _NoTableFullError
     SLOTS = 0
 else:
+    _c = _mapguard
     AVAILABLE = True
     UNAVAILABLE_REASON = None
-    TableFullError = _c.TableFullError
-    SLOTS = _c.SLOTS
+    TableFullError = _mapguard.TableFullError
+    SLOTS = _mapguard.SLOTS
 
 __all__ = ["AVAILABLE", "UNAVAILABLE_REASON", "SLOTS", "Guard", "TableFullError", "guard", "handler_state"]
+
+
+def _extension() -> _Extension:
+    """The extension, for a Guard that holds a slot: only the extension's register() gives one."""
+    assert _c is not None
+    return _c
 
 
 class Guard:
@@ -61,7 +88,7 @@ class Guard:
 
     __slots__ = ("_slot", "_buf", "__weakref__")
 
-    def __init__(self, buf, slot: int | None):
+    def __init__(self, buf: Buffer | None, slot: int | None) -> None:
         self._buf = buf
         self._slot = slot
 
@@ -73,25 +100,25 @@ class Guard:
     def faulted_at(self) -> int | None:
         if self._slot is None:
             return None
-        off = _c.faulted(self._slot)
+        off = _extension().faulted(self._slot)
         return None if off < 0 else off
 
     def reset(self) -> None:
         """Forget the faults seen so far (the repaired pages keep reading zeros)."""
         if self._slot is not None:
-            _c.reset(self._slot)
+            _extension().reset(self._slot)
 
     def close(self) -> None:
         """Stop guarding; idempotent. Call before unmapping the buffer."""
         slot, self._slot = self._slot, None
         self._buf = None
         if slot is not None:
-            _c.unregister(slot)
+            _extension().unregister(slot)
 
     def __enter__(self) -> "Guard":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __del__(self) -> None:
@@ -108,7 +135,7 @@ class Guard:
         return f"<Guard {state}>"
 
 
-def guard(buf, hold: bool = True) -> Guard:
+def guard(buf: Buffer, hold: bool = True) -> Guard:
     """Guard a read-only buffer (an mmap opened with ACCESS_READ; b"" and other bytes-like objects are
     accepted and simply never fault). Raises TableFullError when all SLOTS slots are in use (a mapping
     left registered: refusing beats reading it unguarded), ValueError for a writable buffer.

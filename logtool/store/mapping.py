@@ -10,7 +10,9 @@ import mmap
 import os
 import stat
 from pathlib import Path
+from typing import Self
 
+from logtool.format import Bytes
 from logtool.store.mapguard import Guard, guard
 
 _WHAT = {stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a character device",
@@ -44,7 +46,7 @@ class GuardedMap(mmap.mmap):
 
     _guard: Guard | None = None  # stays None on a mapping that failed: there is nothing to unregister
 
-    def __new__(cls, fd: int, size: int, offset: int = 0):
+    def __new__(cls, fd: int, size: int, offset: int = 0) -> Self:
         self = super().__new__(cls, fd, size, access=mmap.ACCESS_READ, offset=offset)
         self._guard = guard(self, hold=False)
         return self
@@ -142,7 +144,7 @@ def zeros_from(path: Path, start: int, end: int) -> bool:
         os.close(fd)
 
 
-def _all_zeros(buf, start: int, end: int) -> bool:
+def _all_zeros(buf: Bytes, start: int, end: int) -> bool:
     # A megabyte at a time: a slice of a window is a copy.
     for pos in range(start, end, len(_ZEROS)):
         n = min(len(_ZEROS), end - pos)

@@ -91,21 +91,21 @@ class Pacer:
         self.dropped = 0  # pages below this index have been given back (or kept)
         if policy.spare_cache and size and _mincore_sees_cache(path):
             self.fd = os.open(path, os.O_RDONLY)
-            self._probe(min(size, LOOKAHEAD))
+            self._probe(self.fd, min(size, LOOKAHEAD))
 
     def passed(self, pos: int) -> None:
         """Every byte below `pos` has been read and unmapped."""
         self._spend(pos)
         if self.fd is not None:
-            self._drop(pos // FOLIO * FOLIO // PAGE)
-            self._probe(min(self.size, pos + LOOKAHEAD))
+            self._drop(self.fd, pos // FOLIO * FOLIO // PAGE)
+            self._probe(self.fd, min(self.size, pos + LOOKAHEAD))
 
     def close(self) -> None:
         """The segment's mapping is gone: the rest of the file can be given back."""
         self._spend(self.size)
         if self.fd is not None:
-            self._probe(self.size)  # a batch longer than the lookahead may have outrun the probes
-            self._drop(len(self.cached))
+            self._probe(self.fd, self.size)  # a batch longer than the lookahead may have outrun the probes
+            self._drop(self.fd, len(self.cached))
             os.close(self.fd)
             self.fd = None
 
@@ -117,19 +117,19 @@ class Pacer:
                 self.on_bytes(pos - self.counted)
             self.counted = pos
 
-    def _probe(self, end: int) -> None:
+    def _probe(self, fd: int, end: int) -> None:
         start = len(self.cached) * PAGE
         if end > start:
-            self.cached += residency(self.fd, start, end - start)
+            self.cached += residency(fd, start, end - start)
 
-    def _drop(self, upto: int) -> None:
+    def _drop(self, fd: int, upto: int) -> None:
         """Give back the pages below index `upto` that were not cached before we read them, in runs."""
         upto = min(upto, len(self.cached))
         page = self.cached.find(0, self.dropped, upto)
         while page != -1:
             run = self.cached.find(1, page, upto)
             run = upto if run == -1 else run
-            os.posix_fadvise(self.fd, page * PAGE, (run - page) * PAGE, os.POSIX_FADV_DONTNEED)
+            os.posix_fadvise(fd, page * PAGE, (run - page) * PAGE, os.POSIX_FADV_DONTNEED)
             page = self.cached.find(0, run, upto)
         self.dropped = max(self.dropped, upto)
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import bisect
+import enum
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,19 +22,22 @@ def link_target(path: Path) -> str:
         return f"(unreadable link: {e.strerror or e})"
 
 
-def listing(directory: Path) -> list[os.DirEntry]:
+def listing(directory: Path) -> list[os.DirEntry[str]]:
     """The directory's entries in name order, from one scandir pass (their kinds come with their names).
     Raises OSError when it cannot be listed."""
     with os.scandir(directory) as entries:
         return sorted(entries, key=lambda e: e.name)
 
 
-def symlinks_in(directory: Path, entries: list[os.DirEntry]) -> dict[str, str]:
+def symlinks_in(directory: Path, entries: list[os.DirEntry[str]]) -> dict[str, str]:
     """Where each of these entries of the directory points, for those that are symbolic links."""
     return {e.name: link_target(directory / e.name) for e in entries if e.is_symlink()}
 
 
-_UNASKED = object()
+class _Unasked(enum.Enum):
+    """Partition.writer() has not asked yet (None is an answer: no broker holds the lock)."""
+
+    UNASKED = enum.auto()
 
 
 @dataclass(slots=True)
@@ -45,7 +49,7 @@ class Partition:
     single_file: bool = False  # the user named one .log file, not the directory
     # the process holding the log dir's lock (a running broker), None: none; asked only when a walk of the
     # last segment stops short (`writer`): most partitions never need to know
-    _broker_pid: object = field(default=_UNASKED, repr=False)
+    _broker_pid: int | None | _Unasked = field(default=_Unasked.UNASKED, repr=False)
     symlinks: dict[str, str] = field(default_factory=dict)  # name -> where it points, for files that are links
 
     @property
@@ -62,7 +66,9 @@ class Partition:
         entries = [e for e in listing(path) if not e.is_dir()]
         files = {e.name: classify_file(e.name) for e in entries}
         segments = sorted(
-            (Segment(path / n, f.base_offset) for n, f in files.items() if f.kind == FileKind.LOG),
+            # a .log file's name is its base offset: classify_file gives every LOG one
+            (Segment(path / n, f.base_offset) for n, f in files.items()
+             if f.kind == FileKind.LOG and f.base_offset is not None),
             key=lambda s: s.base_offset,
         )
         return cls(path, parse_partition_dir(real_name(path)), segments, files, symlinks=symlinks_in(path, entries))
@@ -78,7 +84,7 @@ class Partition:
 
     def writer(self) -> int | None:
         """The pid of the running broker that holds the log dir's lock (0: held, pid unknown); None: none."""
-        if self._broker_pid is _UNASKED:
+        if isinstance(self._broker_pid, _Unasked):
             self._broker_pid = running_broker(self.path.absolute().parent)
         return self._broker_pid
 

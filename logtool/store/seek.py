@@ -4,9 +4,12 @@ a wrong answer: the lookup checks the entry it lands on against the log and othe
 of the segment, saying why in `index_note`."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
+from logtool.format import Bytes
 from logtool.format.batch import BatchView, read_entry
 from logtool.format.index import OFFSET_ENTRY, TIME_ENTRY, time_index_sanity, zero_tail_start
 from logtool.format.records import RecordError, iter_records
@@ -34,7 +37,7 @@ class Hit:
     timestamp: int | None  # the record's timestamp, for timestamp queries
     cost: Cost
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         b = self.batch
         return {
             "offset": self.offset, "timestamp": self.timestamp, "segment": str(self.segment.log_path),
@@ -45,24 +48,25 @@ class Hit:
         }
 
 
-def _floor_entry(path, entry_size: int, unpack: Callable, key: int, cost: Cost, label: str):
+# An index entry's struct's unpack_from: (the key searched by, the other field) of the entry at a position.
+_Unpack = Callable[[Bytes, int], tuple[Any, ...]]
+_Entry = tuple[int, tuple[int, int]]  # an entry's number, and the entry
+
+
+def _floor_entry(path: Path, entry_size: int, unpack: _Unpack, key: int, cost: Cost, label: str) -> _Entry | None:
     """The last index entry whose key is <= `key`, as (index, entry) or None; checks the entries around it
     increase. Raises _IndexUnusable when the file cannot be trusted."""
-    try:
-        buf, size = open_readonly(path)
-    except FileNotFoundError:
-        raise _IndexUnusable(f"{label} is missing") from None
-    except OSError as e:
-        raise _IndexUnusable(f"{label} cannot be read ({e.strerror or e})") from None
+    buf, size = _open_index(path, label)
     n = size // entry_size
     zero_at = zero_tail_start(buf, entry_size)
     if zero_at is not None:  # found by bisection: about log2(n) entries read
         cost.index_entries_read += max(1, n.bit_length())
         n = zero_at
 
-    def entry(i: int):
+    def entry(i: int) -> tuple[int, int]:
         cost.index_entries_read += 1
-        return unpack(buf, i * entry_size)
+        first, second = unpack(buf, i * entry_size)
+        return first, second
 
     lo, hi, found = 0, n - 1, None
     while lo <= hi:  # a plain floor search: Kafka's warm-section variant gives the same answers
@@ -73,13 +77,28 @@ def _floor_entry(path, entry_size: int, unpack: Callable, key: int, cost: Cost, 
         else:
             hi = mid - 1
     if found is not None:
-        i, e = found
-        for j, other in ((i - 1, -1), (i + 1, 1)):
-            if 0 <= j < n:
-                o = entry(j)
-                if (o[0] - e[0]) * other <= 0 or (o[1] - e[1]) * other < 0:
-                    raise _IndexUnusable(f"{label} entries do not increase around entry {i}")
+        _check_neighbours(entry, found, n, label)
     return found
+
+
+def _open_index(path: Path, label: str) -> tuple[Bytes, int]:
+    """An index file's bytes and size. Raises _IndexUnusable when it is missing or cannot be read."""
+    try:
+        return open_readonly(path)
+    except FileNotFoundError:
+        raise _IndexUnusable(f"{label} is missing") from None
+    except OSError as e:
+        raise _IndexUnusable(f"{label} cannot be read ({e.strerror or e})") from None
+
+
+def _check_neighbours(entry: Callable[[int], tuple[int, int]], found: _Entry, n: int, label: str) -> None:
+    """Raises _IndexUnusable unless the entries on either side of the one found (of `n`) increase through it."""
+    i, e = found
+    for j, other in ((i - 1, -1), (i + 1, 1)):
+        if 0 <= j < n:
+            o = entry(j)
+            if (o[0] - e[0]) * other <= 0 or (o[1] - e[1]) * other < 0:
+                raise _IndexUnusable(f"{label} entries do not increase around entry {i}")
 
 
 class _IndexUnusable(Exception):
@@ -99,7 +118,8 @@ def _index_position(seg: Segment, offset: int, cost: Cost) -> int:
     """Where to start walking for `offset` in `seg`: the offset index's answer when it checks out, else 0."""
     label = seg.path_with(".index").name
     try:
-        found = _floor_entry(seg.path_with(".index"), OFFSET_ENTRY.size, OFFSET_ENTRY.unpack_from, offset - seg.base_offset, cost, label)
+        found = _floor_entry(seg.path_with(".index"), OFFSET_ENTRY.size, OFFSET_ENTRY.unpack_from,
+                             offset - seg.base_offset, cost, label)
     except _IndexUnusable as e:
         cost.notes.append(f"{e}: walked {seg.log_path.name} from its start")
         return 0
@@ -107,15 +127,16 @@ def _index_position(seg: Segment, offset: int, cost: Cost) -> int:
         return 0
     _i, (rel, position) = found
     batch = _batch_at(seg, position, cost) if 0 <= position < seg.size else None
-    first = None if batch is None else (batch.base_offset if batch.base_offset is not None else batch.last_offset)
-    if batch is None or first > seg.base_offset + rel:
-        cost.notes.append(f"{label} entry for offset {seg.base_offset + rel} points at byte {position}, which does not "
-                          f"start the batch holding it: walked {seg.log_path.name} from its start")
-        return 0
-    return position
+    if batch is not None:
+        first = batch.base_offset if batch.base_offset is not None else batch.last_offset
+        if first <= seg.base_offset + rel:
+            return position
+    cost.notes.append(f"{label} entry for offset {seg.base_offset + rel} points at byte {position}, which does not "
+                      f"start the batch holding it: walked {seg.log_path.name} from its start")
+    return 0
 
 
-def _walk_from(seg: Segment, position: int, cost: Cost):
+def _walk_from(seg: Segment, position: int, cost: Cost) -> Iterator[BatchView]:
     walk = WalkOutcome(seg.size)
     for v in seg.walk(walk, start=position):
         cost.log_bytes_read += v.size
@@ -162,7 +183,8 @@ def _largest_timestamp(seg: Segment, active: bool, cost: Cost) -> int | None:
     """The segment's largest timestamp. A closed segment's time index ends with it (an entry is added at
     roll). The active segment's index lags what was appended since its last entry, so the batches after
     the last offset-index entry are walked too. A time index that fails its sanity check is not used."""
-    largest, start = None, 0
+    largest: int | None = None
+    start = 0
     try:
         buf, size = open_readonly(seg.path_with(".timeindex"))
         n = size // TIME_ENTRY.size

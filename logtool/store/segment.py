@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeGuard
 
 from logtool.findings import Finding, finding
-from logtool.format import kernel
+from logtool.format import Bytes, kernel
 from logtool.format.batch import MAX_SEGMENT_BYTES, BatchView, FrameStop, read_entry
 from logtool.format.records import RecordError, first_control, first_legacy_offset
 from logtool.store.mapping import GuardedMap, open_prefix, open_readonly, zeros_from
@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 RELEASE_EVERY = 32 << 20
 FIRST_RUN = 64 << 10  # the bytes of batches the kernel checks in its first run of a walk
 # ... and at most in any run of a walk whose caller reads the batches' bytes: they are still in the CPU's
-# cache when it does (a deep verify of 1 GB: 0.53 s with runs of up to 32 MiB, 0.40 s with these). A walk
+# cache when it does, which makes a deep verify faster than runs up to the release mark would (its time: the
+# "verify --deep" rows of bench/results/kernel.md). A walk
 # whose caller reads only the views runs up to the release mark, where the kernel checks the CRCs of its
 # longer passes on several cores, but to at most MOST_VIEWS batches of the sizes it has met: a run is a list
 # of views (~430 bytes each), and 32 MiB of 60-byte batches would be 230 MB of them.
@@ -48,7 +49,7 @@ def _rests_on_the_end(entry: BatchView | FrameStop | None) -> TypeGuard[FrameSto
     return entry is None or isinstance(entry, FrameStop) and entry.reason in _STOPS_AT_END
 
 
-def _release(buf, start: int, end: int) -> int:
+def _release(buf: Bytes, start: int, end: int) -> int:
     """Drop the mapping of whole pages in [start, end); returns the new release mark."""
     if not isinstance(buf, mmap.mmap):
         return start
@@ -69,7 +70,7 @@ class Lens(Protocol):
 
 def feeder(lens: Lens) -> Callable[[list[BatchView]], None]:
     """What hands a lens a run of batches: its own `feed_many`, or `feed` for each."""
-    many = getattr(lens, "feed_many", None)
+    many: Callable[[list[BatchView]], None] | None = getattr(lens, "feed_many", None)
     if many is not None:
         return many
     feed = lens.feed
@@ -116,7 +117,7 @@ class WalkOutcome:
 class Segment:
     log_path: Path
     base_offset: int
-    _buf: object = field(default=None, repr=False)
+    _buf: GuardedMap | bytes | None = field(default=None, repr=False)
     _size: int = 0  # the bytes of `buf`
     _file_size: int = 0
     opened_mtime_ns: int = 0  # the file's mtime when it was opened: a change since means it is being written
@@ -148,12 +149,14 @@ class Segment:
     def __enter__(self) -> "Segment":
         return self.open()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     @property
-    def buf(self):
-        return self.open()._buf
+    def buf(self) -> GuardedMap | bytes:
+        buf = self.open()._buf
+        assert buf is not None  # open() leaves it set
+        return buf
 
     @property
     def size(self) -> int:
@@ -226,34 +229,43 @@ class Segment:
                     walk.batches += len(views)
                     yield views
                     continue
-            entry = read_entry(buf, pos, end)
-            if end < walk.size and _rests_on_the_end(entry):
-                entry = self._stop_past_the_mapping(pos, entry)
+            entry = self._entry_at(buf, pos, end, walk)
             if entry is None:
                 break
-            if isinstance(entry, FrameStop):
-                walk.stop = entry
-                break
-            if entry.crc_stored != entry.crc_computed:
-                walk.stop = FrameStop(pos, "CRC_MISMATCH",
-                                      f"Record is corrupt (stored crc = {entry.crc_stored}, computed crc = {entry.crc_computed})")
-                walk.stop_view = entry
-                break
-            if entry.base_offset is None:  # a compressed legacy wrapper
-                entry = _with_legacy_base(buf, entry)
-            elif entry.attributes & 0x20 and entry.magic >= 2 and entry.producer_id >= 0:  # a producer's control batch
-                problem = _marker_problem(buf, entry)
-                if problem:
-                    reason, fatal = problem
-                    walk.stop = FrameStop(pos, "RECOVERY_FAILS" if fatal else "BAD_TXN_MARKER", reason)
-                    walk.stop_view = entry
-                    break
             pos += entry.size
             walk.valid_bytes = pos
             walk.batches += 1
             yield [entry]
         if walk.stop is not None and isinstance(buf, GuardedMap):
             walk.shrunk_at = buf.faulted_at()
+
+    def _entry_at(self, buf: Bytes, pos: int, end: int, walk: WalkOutcome) -> BatchView | None:
+        """The whole, valid entry at `pos`, read by the pure path; None where the valid prefix ends there (why
+        in `walk.stop`; none at the end of the file)."""
+        entry = read_entry(buf, pos, end)
+        if end < walk.size and _rests_on_the_end(entry):
+            entry = self._stop_past_the_mapping(pos, entry)
+        if entry is None:
+            return None
+        if isinstance(entry, FrameStop):
+            walk.stop = entry
+            return None
+        if entry.crc_stored != entry.crc_computed:
+            walk.stop = FrameStop(pos, "CRC_MISMATCH",
+                                  f"Record is corrupt (stored crc = {entry.crc_stored}, computed crc = "
+                                  f"{entry.crc_computed})")
+            walk.stop_view = entry
+            return None
+        if entry.base_offset is None:  # a compressed legacy wrapper
+            return _with_legacy_base(buf, entry)
+        if entry.attributes & 0x20 and entry.magic >= 2 and entry.producer_id >= 0:  # a producer's control batch
+            problem = _marker_problem(buf, entry)
+            if problem:
+                reason, fatal = problem
+                walk.stop = FrameStop(pos, "RECOVERY_FAILS" if fatal else "BAD_TXN_MARKER", reason)
+                walk.stop_view = entry
+                return None
+        return entry
 
     def _stop_past_the_mapping(self, pos: int, stop: FrameStop | None) -> FrameStop:
         """Where a walk from `pos` reached the end of a mapping shorter than its file (`stop`: what it found
@@ -268,7 +280,7 @@ class Segment:
                             f"on past them", str(self.log_path))
 
 
-def _with_legacy_base(buf, view: BatchView) -> BatchView:
+def _with_legacy_base(buf: Bytes, view: BatchView) -> BatchView:
     """A compressed legacy wrapper knows only its last offset; Kafka reports the first inner one as base."""
     try:
         return view._replace(base_offset=first_legacy_offset(buf, view))
@@ -276,7 +288,7 @@ def _with_legacy_base(buf, view: BatchView) -> BatchView:
         return view  # stays None: the deep checks report why the wrapper cannot be read
 
 
-def _marker_problem(buf, view: BatchView) -> tuple[str, bool] | None:
+def _marker_problem(buf: Bytes, view: BatchView) -> tuple[str, bool] | None:
     """Recovery replays producer state, which decodes the first record of a producer's control batch:
     (why that fails, whether Kafka's recovery fails with it instead of cutting the log there)."""
     if view.attributes & 0x07 > 4:

@@ -14,7 +14,7 @@ class SideFile:
     """A file's bytes (an mmap for large ones), or why there are none: `error` is None when it is missing."""
 
     name: str
-    data: object | None  # bytes, or a read-only mmap
+    data: bytes | GuardedMap | None
     error: str | None = None
     too_large: bool = False  # larger than Kafka ever writes this file: not read at all
 

@@ -50,5 +50,5 @@ def by_record_type(module: str) -> tuple[dict[int, "Message"], dict[int, "Messag
     """A coordinator log's key and value messages by record type (the int16 each record's key starts with):
     `group` for __consumer_offsets, `transaction` for __transaction_state."""
     messages = load(module).values()
-    return ({m.id: m for m in messages if m.name.endswith("Key")},
-            {m.id: m for m in messages if m.name.endswith("Value")})
+    return ({m.id: m for m in messages if m.id is not None and m.name.endswith("Key")},
+            {m.id: m for m in messages if m.id is not None and m.name.endswith("Value")})
