@@ -28,7 +28,7 @@ class _Terminated(BaseException):
 # for importing every other's dependencies (a dump needs no repair planner, a scan no decoders).
 _COMMANDS = {"scan": "command", "verify": "command", "find": "command", "index": "group", "restore": "command",
              "truncate": "command", "audit": "command", "dump": "command", "txn": "command",
-             "report": "command"}
+             "report": "command", "metadata": "command"}
 
 
 class _Group(click.Group):
@@ -51,7 +51,8 @@ class _Group(click.Group):
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]}, epilog=epilog([
     ("logtool scan /var/lib/kafka/data", "what is there, and which partitions are damaged"),
-    ("logtool verify /var/lib/kafka/data", "every finding, with where it is; `logtool verify --explain CODE` says more"),
+    ("logtool verify /var/lib/kafka/data",
+     "every finding, with where it is; `logtool verify --explain CODE` says more"),
     ("logtool truncate /var/lib/kafka/data", "the repair Kafka's recovery would make, as a plan (--apply makes it)"),
 ]))
 @click.version_option(__version__, prog_name="logtool")

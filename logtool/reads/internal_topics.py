@@ -13,14 +13,12 @@ bytes beside the reason: never dropped.
 from __future__ import annotations
 
 import base64
-import re
 import struct
-from functools import cache
 from typing import NamedTuple
 
 from logtool.format.messages import Message, MessageError, jackson, jsonable
+from logtool.format.metadata_records import read_metadata_record, type_name as metadata_type_name
 from logtool.format.schemas import by_record_type, load
-from logtool.format.varint import VarintError, read_unsigned_varint
 from logtool.store.layout import BOOTSTRAP_CHECKPOINT, kraft_snapshot_id, parse_partition_dir
 
 _INT16 = struct.Struct(">h")
@@ -66,10 +64,10 @@ def _text(obj: object) -> str | None:
     return obj if obj is None or isinstance(obj, str) else jackson(obj)
 
 
-def _raw(data: bytes | None, error: str | None) -> dict | None:
+def _raw(data: bytes | None, error: str | None) -> dict[str, str | None] | None:
     if data is None and error is None:
         return None
-    out = {"error": error} if error is not None else {}
+    out: dict[str, str | None] = {"error": error} if error is not None else {}
     out["base64"] = None if data is None else base64.b64encode(data).decode("ascii")
     return out
 
@@ -79,7 +77,8 @@ class _Coordinator(RecordDecoder):
 
     def decoded(self, offset, key, value):
         if key is None:  # Kafka's parser throws this and the tool dies; logtool says it and goes on
-            text = f"Failed to decode message at offset {offset} using the specified decoder (message had a missing key)"
+            text = (f"Failed to decode message at offset {offset} using the specified decoder (message had a missing "
+                    "key)")
             return Decoded(text, None, text)
         keys, values = by_record_type(self.module)
         schema = None
@@ -160,16 +159,6 @@ class TransactionLog(_Coordinator):
     module = "transaction"
 
 
-@cache
-def _metadata_schemas() -> dict[int, Message]:
-    return {m.id: m for m in load("metadata").values()}
-
-
-def metadata_type_name(message: Message) -> str:
-    """Kafka's `MetadataRecordType` constant for a record: `TopicRecord` -> `TOPIC_RECORD`."""
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", message.name).upper()
-
-
 class ClusterMetadata(RecordDecoder):
     """`__cluster_metadata` (and KRaft snapshots): every metadata record by its type name and version."""
 
@@ -179,43 +168,20 @@ class ClusterMetadata(RecordDecoder):
         try:
             obj, schema = self.record(value)
         except MessageError as e:
-            return Decoded(None, f"Error at {offset}, skipping. {e}", _explained(f"Error at {offset}, skipping. {e}", e))
+            text = f"Error at {offset}, skipping. {e}"
+            return Decoded(None, text, _explained(text, e))
         return Decoded(None, obj, None, schema)
 
     @staticmethod
     def record(value: bytes | None) -> tuple[dict, str]:
-        """The metadata record a value frames, {"type", "version", "data"}, and its schema's name. Errors in
-        Kafka's words
-        (`AbstractApiMessageSerde.read`), what went wrong inside a record in `detail`."""
-        if value is None:
-            raise MessageError("null", "the record has no value, which every metadata record has")
-        pos, header = 0, []
-        for what in ("frame version", "type", "version"):
-            try:
-                n, pos = read_unsigned_varint(value, pos, len(value))
-            except VarintError as e:
-                raise MessageError(f"Error while reading {what}", str(e)) from None
-            if n > 0x7FFF:
-                raise MessageError(f"Value for {what} was too large.")
-            header.append(n)
-        frame, api_key, version = header
-        if frame == 0:
-            raise MessageError("Could not deserialize metadata record with frame version 0. Note that upgrades from "
-                               "the preview release of KRaft in 2.8 to newer versions are not supported.")
-        if frame != 1:
-            raise MessageError(f"Could not deserialize metadata record due to unknown frame version {frame}"
-                               f"(only frame version 1 is supported)")
-        schema = _metadata_schemas().get(api_key)
-        if schema is None:
-            raise MessageError(f"org.apache.kafka.common.errors.UnsupportedVersionException: Unknown metadata id "
-                               f"{api_key}", f"record type {api_key} is none logtool knows")
-        try:
-            data, end = schema.read(value, version, pos)
-        except MessageError as e:
-            raise MessageError(f"Failed to deserialize record with type {api_key}", e.detail) from None
-        if end != len(value):
-            raise MessageError(f"Found {len(value) - end} byte(s) of garbage after {api_key}")
-        return {"type": metadata_type_name(schema), "version": version, "data": data}, schema.name
+        """The metadata record a value frames, {"type", "version", "data"} (and "note" where it was read
+        otherwise than by released Kafka's schema: `logtool.format.metadata_records`), and its schema's name.
+        Errors in Kafka's words (`AbstractApiMessageSerde.read`), what went wrong inside a record in `detail`."""
+        r = read_metadata_record(value)
+        obj = {"type": metadata_type_name(r.schema), "version": r.version, "data": r.data}
+        if r.note is not None:
+            obj["note"] = r.note
+        return obj, r.schema.name
 
 
 def _explained(text: str, e: MessageError) -> str:
@@ -224,7 +190,8 @@ def _explained(text: str, e: MessageError) -> str:
 
 
 BY_NAME: dict[str, type[RecordDecoder]] = {d.name: d for d in (Offsets, TransactionLog, ClusterMetadata)}
-_BY_TOPIC = {"__consumer_offsets": Offsets, "__transaction_state": TransactionLog, "__cluster_metadata": ClusterMetadata}
+_BY_TOPIC = {"__consumer_offsets": Offsets, "__transaction_state": TransactionLog,
+             "__cluster_metadata": ClusterMetadata}
 
 
 def for_path(path) -> RecordDecoder | None:

@@ -183,3 +183,24 @@ TopicName string 0+
 MESSAGE UnregisterControllerRecord id=29 versions=0 flexible=0+
 ControllerId int32 0+
 """
+
+# PartitionRecord as Kafka's development builds of late 2023 (trunk between KIP-966's ELR fields and KIP-858's
+# Directories) wrote it: version 1 is version 0 with EligibleLeaderReplicas and LastKnownElr as tagged fields 1
+# and 2; no Directories. Released Kafka gave version 1 to Directories and moved the ELR fields to version 2.
+# Confirmed on the records that build wrote (fixtures real-more/apache__kafka: two tagged fields, tags 1 and 2,
+# each an empty compact array, and nothing else after PartitionEpoch); the trunk commit itself is not stored.
+BEFORE_DIRECTORIES = """
+MESSAGE PartitionRecord id=3 versions=0-1 flexible=0+
+PartitionId int32 0+ default=-1
+TopicId uuid 0+
+Replicas []int32 0+
+Isr []int32 0+
+RemovingReplicas []int32 0+
+AddingReplicas []int32 0+
+Leader int32 0+ default=-1
+LeaderRecoveryState int8 0+ default=0 tag=0 tagged=0+
+LeaderEpoch int32 0+ default=-1
+PartitionEpoch int32 0+ default=-1
+EligibleLeaderReplicas []int32 1+ nullable=1+ default=null tag=1 tagged=1+
+LastKnownElr []int32 1+ nullable=1+ default=null tag=2 tagged=1+
+"""
