@@ -211,8 +211,6 @@ def test_readme_quick_start_and_links():
 # The way from the terminal to the catalog
 
 
-@pytest.mark.xfail(strict=True, reason="needs verify --explain to end with where the catalog is (a line in "
-                   "logtool/render or logtool/commands, not yet added); remove this marker once it is")
 def test_explain_says_where_the_catalog_is():
     from conftest import run_logtool
     res = run_logtool("verify", "--explain", "LT101")

@@ -235,6 +235,8 @@ def render_kind(k: Kind) -> None:
     out.print(f"[bold]{k.code} {k.name}[/] ({k.severity})")
     out.print(f"  Meaning: {escape(k.meaning)}", hang=11)
     out.print(f"  Remedy:  {escape(k.remedy)}", hang=11)
+    out.print(f"  More:    man logtool-findings (search {k.code}); the docs site: findings.html#{k.code.lower()}",
+              hang=11)
 
 
 def _other_files(files: dict[str, int]) -> str:
