@@ -10,20 +10,18 @@
 """
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-import pty
 import re
+import shlex
 import shutil
-import struct
 import subprocess
-import termios
 from pathlib import Path
 
 import pytest
 
 from conftest import LOGTOOL, ROOT
+from tools import docs
 from logtool.findings import KINDS
 
 SAMPLE = ROOT / "fixtures" / "sample-logdir"
@@ -43,29 +41,12 @@ def logtool(*args: object, cwd: Path | None = None, strict: bool = False, **env:
 
 def on_terminal(*args: object, cwd: Path | None = None, tmp_path: Path) -> subprocess.CompletedProcess:
     """The command with stdout on a pseudo-terminal of WIDTH columns (no COLUMNS in the environment: the
-    width is the terminal's), colours and carriage returns taken out; stderr to a file."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, WIDTH, 0, 0))
+    width is the terminal's), colours and carriage returns taken out; stderr apart. The docs' runner
+    (tools/docs.py), which shows every example as a terminal of that width does."""
     environ = {k: v for k, v in os.environ.items() if k != "COLUMNS"} | {"TERM": "xterm-256color"}
-    with open(tmp_path / "stderr", "w+b") as err:
-        proc = subprocess.Popen([str(LOGTOOL), *map(str, args)], stdin=subprocess.DEVNULL, stdout=slave,
-                                stderr=err, cwd=cwd, env=environ)
-        os.close(slave)
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: the command ended and closed the terminal
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        os.close(master)
-        proc.wait(timeout=300)
-        err.seek(0)
-        stderr = err.read().decode()
-    stdout = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode().replace("\r\n", "\n"))
-    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+    argv = [str(LOGTOOL), *map(str, args)]
+    code, stdout, stderr = docs.on_terminal(shlex.join(argv), cwd or tmp_path, environ, WIDTH, timeout=300)
+    return subprocess.CompletedProcess(argv, code, stdout, stderr)
 
 
 def over(text: str) -> list[str]:

@@ -392,6 +392,12 @@ def generate(target: Path, examples: dict[str, tuple[str, str]] | None = None) -
     }
     for path, _ in [((), None), *cliref.commands()]:
         pages[f"help/{cliref.slug(path)}.txt"] = cliref.help_text(path) + "\n"
+    return write_changed(target, pages)
+
+
+def write_changed(target: Path, pages: dict[str, str]) -> list[Path]:
+    """Write each page (a path under `target` -> its text) whose file differs, so that an unchanged page
+    keeps its mtime (Sphinx rebuilds what changed); returns the files written."""
     written = []
     for name, text in pages.items():
         file = target / name

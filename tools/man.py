@@ -20,7 +20,7 @@ import click
 from logtool import __version__
 from logtool.findings import KINDS
 from tools import cliref
-from tools.docs import FIX_WORDS, GROUP_TITLES, kafka_does
+from tools.docs import FIX_WORDS, GROUP_TITLES, kafka_does, write_changed
 
 ROOT = Path(__file__).resolve().parents[1]
 MAN = ROOT / "docs" / "man"
@@ -158,13 +158,7 @@ def write(target: Path = MAN) -> list[Path]:
         if old.relative_to(target).as_posix() not in want:
             old.unlink()
             written.append(old)
-    for name, text in want.items():
-        file = target / name
-        file.parent.mkdir(parents=True, exist_ok=True)
-        if not file.exists() or file.read_text() != text:
-            file.write_text(text)
-            written.append(file)
-    return written
+    return written + write_changed(target, want)
 
 
 def main(argv: list[str] | None = None) -> int:
