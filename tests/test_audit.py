@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
-from conftest import KAFKA_WRITTEN, LOGTOOL, ROOT, run_logtool
+from conftest import KAFKA_WRITTEN, LOGTOOL, ROOT, SHARED, require, run_logtool
 from fixtures import generator as g
 from fixtures.fleet import TopicSpec, write_fleet
 from logtool.cli import cli
@@ -565,3 +565,14 @@ def test_replicas_are_compared_within_their_cluster_only(spark, fleet, tmp_path)
                       for r in spark.read.parquet(str(tmp_path / name / "divergence")).collect()]
     assert rows["beside"] and sorted(rows["beside"]) == sorted(rows["alone"])
     assert all(str(foreign) not in r[3] for r in rows["beside"])
+
+
+def test_the_metadata_logs_of_a_cluster_s_nodes_are_compared_like_replicas(spark, tmp_path):
+    """Two nodes of one KRaft cluster (Kafka's own test data in real-more): their __cluster_metadata logs are
+    compared as replicas are, and where they part is said with the offset and the leader epochs."""
+    root = require(SHARED / "real-more" / "apache__kafka" / "core" / "data")
+    nodes = [root / "kafka-2167572160391180112", root / "kafka-7498518511977031704"]  # node.id 0 and 2
+    run_audit(spark, Audit(tuple(map(str, nodes)), str(tmp_path / "out"), Settings(replicas=True)))
+    rows = [r for r in spark.read.parquet(str(tmp_path / "out" / "divergence")).collect()
+            if r.topic == "__cluster_metadata"]
+    assert [(r.partition, r.kind, r.first_divergent_offset, r.affected_nodes) for r in rows] == [(0, "shorter", 24, [2])]
