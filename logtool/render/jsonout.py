@@ -9,7 +9,10 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Iterable
 from typing import Any
+
+from logtool import __version__
 
 _UNDECODED = re.compile("[\udc80-\udcff]")
 _UNDECODED_IN_JSON = "\\udc"  # how json.dumps writes such a byte, and a cheap test for one
@@ -39,12 +42,18 @@ def _dumps(doc: Any, **options: Any) -> str:
     return text
 
 
-def emit_json(doc: dict) -> None:
-    sys.stdout.write(_dumps(doc, indent=2))
+def versioned(doc: dict[str, Any]) -> dict[str, Any]:
+    """The document with the version of logtool that wrote it, so that a saved report says what produced it."""
+    return {**doc, "logtool_version": __version__}
+
+
+def emit_json(doc: dict[str, Any]) -> None:
+    sys.stdout.write(_dumps(versioned(doc), indent=2))
     sys.stdout.write("\n")
 
 
-def emit_jsonl(rows) -> None:
+def emit_jsonl(rows: Iterable[dict[str, Any]]) -> None:
+    """One document a line; the closing summary row carries the version."""
     for row in rows:
-        sys.stdout.write(_dumps(row, separators=(",", ":")))
+        sys.stdout.write(_dumps(versioned(row) if row.get("type") == "summary" else row, separators=(",", ":")))
         sys.stdout.write("\n")

@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.util import InheritableThread
 
+from logtool import __version__
 from logtool.findings import Severity
 from logtool.checks.logdir_set import check_log_dir_sets_by_node
 from logtool.spark.divergence import divergence
@@ -88,7 +89,8 @@ def run_audit(spark: SparkSession, audit: Audit, startup_seconds: float | None =
     done = time.perf_counter()
 
     summary |= {
-        "schema_version": SCHEMA_VERSION, "audit_id": audit_id, "audited_at": audited_at.isoformat(),
+        "logtool_version": __version__, "schema_version": SCHEMA_VERSION, "audit_id": audit_id,
+        "audited_at": audited_at.isoformat(),
         "paths": list(audit.paths), "output": audit.output, "master": sc.master, "tasks": len(units),
         "task_bytes": task_bytes,
         "seconds": {"startup": None if startup_seconds is None else round(startup_seconds, 3),
