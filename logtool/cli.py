@@ -14,6 +14,7 @@ from logtool import __version__
 from logtool import exitcodes
 from logtool.commands.failure import Failure
 from logtool.commands.options import epilog
+from logtool.render.jsonout import versioned
 
 
 class _ReaderGone(Exception):
@@ -78,7 +79,8 @@ def _machine_format(argv: list[str]) -> str | None:
 
 def _error_object(error: str, message: str, rc: int) -> None:
     """The one error object of the JSON formats (a document of its own in json, the last line in jsonl)."""
-    sys.stdout.write(json.dumps({"type": "error", "error": error, "message": message, "exit_code": rc}) + "\n")
+    sys.stdout.write(json.dumps(versioned({"type": "error", "error": error, "message": message, "exit_code": rc}))
+                     + "\n")
 
 
 def _terminate(signum: int, frame: object) -> None:
