@@ -21,7 +21,8 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from conftest import ROOT, run_logtool
 from logtool.cli import cli
-from logtool.findings import BY_NAME, KINDS, Fix, Group, Sink
+from logtool import findings
+from logtool.findings import BY_NAME, KINDS, Fix, Group, Kind, Sink
 from logtool.format.batch import BatchView, read_entry
 from tools import cliref
 
@@ -380,13 +381,24 @@ def test_remedies_name_existing_commands():
     assert not bad, "commands named in the catalog that logtool does not have:\n" + "\n".join(bad)
 
 
-def _string_args(node: ast.expr | None) -> Iterator[ast.Constant]:
-    """The string literals an argument can be: itself, or the branches of `a if c else b`."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        yield node
-    elif isinstance(node, ast.IfExp):
-        yield from _string_args(node.body)
-        yield from _string_args(node.orelse)
+def test_kinds_are_constants_of_their_own_name():
+    # Code names a kind by its constant (`finding(UNREADABLE, ...)`, `f.name == UNREADABLE.name`), so a typo is a
+    # NameError or ImportError; the constant itself must not lie: each is bound to the kind of its name, and
+    # KINDS is exactly the constants, in catalog order.
+    constants = {n: v for n, v in vars(findings).items() if isinstance(v, Kind)}
+    assert [n for n, k in constants.items() if k.name != n] == []
+    assert list(constants.values()) == list(KINDS)
+    assert all(BY_NAME[k.name] is k and getattr(findings, k.name) is k for k in KINDS)
+
+
+def test_flags():
+    # The decisions that read the flags: the run failed (checks/engine.py, spark/summary.py, truncate's plan),
+    # and what `index verify` shows (commands/index.py).
+    assert {k.name for k in KINDS if k.operational} == {"UNREADABLE", "NOT_AUDITED"}
+    index_scope = {k.name for k in KINDS if k.index_scope}
+    assert {k.name for k in KINDS if k.group is Group.INDEX} <= index_scope
+    assert index_scope - {k.name for k in KINDS if k.group is Group.INDEX} == {
+        "ORPHAN_INDEX", "UNREADABLE", "NOT_KAFKA", "FILE_SHRANK_WHILE_READ"}
 
 
 def _kind_arguments(tree: ast.Module) -> Iterator[ast.expr]:
@@ -397,42 +409,71 @@ def _kind_arguments(tree: ast.Module) -> Iterator[ast.expr]:
             continue
         f = node.func
         if isinstance(f, ast.Name) and f.id in ("finding", "report"):
-            yield _arg(node, 0, "name")
+            yield _arg(node, 0, "kind")
         elif isinstance(f, ast.Attribute) and f.attr == "_report":
-            yield _arg(node, 0, "name")
+            yield _arg(node, 0, "kind")
         elif isinstance(f, ast.Attribute) and f.attr == "add":
             receiver = f.value.attr if isinstance(f.value, ast.Attribute) else getattr(f.value, "id", None)
             if receiver in ("Sink", "sink", "rep"):
-                yield _arg(node, 0, "name")
+                yield _arg(node, 0, "kind")
         elif isinstance(f, ast.Name) and f.id == "RecordError":
             yield _arg(node, 1, "kind")
         elif isinstance(f, ast.Name) and f.id == "FrameStop":
             yield _arg(node, 1, "reason")
 
 
+def _named_kinds(node: ast.expr | None) -> Iterator[ast.Name]:
+    """The catalog constants an argument can be: `X`, `X.name`, or the branches of `a if c else b`."""
+    if isinstance(node, ast.Attribute) and node.attr == "name":
+        node = node.value
+    if isinstance(node, ast.Name) and _UPPER_SNAKE.match(node.id):
+        yield node
+    elif isinstance(node, ast.IfExp):
+        yield from _named_kinds(node.body)
+        yield from _named_kinds(node.orelse)
+
+
+def _imported_from_findings(tree: ast.Module) -> dict[str, str]:
+    """Local name -> catalog name, for `from logtool.findings import X [as Y]`."""
+    return {a.asname or a.name: a.name for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module == "logtool.findings" for a in node.names}
+
+
 def test_kinds_named_in_code_are_in_the_catalog():
+    # Where the code names a kind, it names a constant imported from the catalog (a module's own constant of
+    # the same shape would be a second vocabulary).
     named, bad = 0, []
     for module, (path, tree) in SOURCES.items():
         if module == "logtool.findings":
             continue
+        imported = _imported_from_findings(tree)
         for arg in _kind_arguments(tree):
-            for const in _string_args(arg):
-                if _UPPER_SNAKE.match(const.value):
-                    named += 1
-                    if const.value not in BY_NAME:
-                        bad.append(f"{_rel(path)}:{const.lineno}: {const.value}")
+            for name in _named_kinds(arg):
+                named += 1
+                if imported.get(name.id) not in BY_NAME:
+                    bad.append(f"{_rel(path)}:{name.lineno}: {name.id}")
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                bad.append(f"{_rel(path)}:{arg.lineno}: {arg.value!r} (name the catalog's constant)")
     assert named > 80  # the scan reaches the checks
-    assert not bad, "kinds named in the code but not in logtool/findings.py:\n" + "\n".join(bad)
+    assert not bad, "kinds named in the code but not imported from logtool/findings.py:\n" + "\n".join(bad)
 
 
-def test_kind_tables_in_checks_are_in_the_catalog():
-    # logtool/checks/ also picks kinds from tables (_SUFFIXED_DIRS, _BEYOND): every UPPER_SNAKE literal there
-    # is a kind.
+def test_no_kind_name_is_spelled_as_a_string():
+    # A kind's name as a string literal would be checked by nothing: every one is its constant (`X` or `X.name`).
+    bad = [f"{_rel(path)}:{node.lineno}: {node.value}"
+           for module, (path, tree) in SOURCES.items() if module != "logtool.findings"
+           for node in ast.walk(tree)
+           if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in BY_NAME]
+    assert not bad, "\n".join(bad)
+
+
+def test_no_kind_tables_of_strings_in_checks():
+    # logtool/checks/ picks kinds from tables (_SUFFIXED_DIRS, _BEYOND): no UPPER_SNAKE literal there at all, so a
+    # misspelt kind in a table cannot pass as some other word.
     bad = [f"{_rel(path)}:{node.lineno}: {node.value}"
            for module, (path, tree) in SOURCES.items() if module.startswith("logtool.checks")
            for node in ast.walk(tree)
-           if isinstance(node, ast.Constant) and isinstance(node.value, str) and _UPPER_SNAKE.match(node.value)
-           and node.value not in BY_NAME]
+           if isinstance(node, ast.Constant) and isinstance(node.value, str) and _UPPER_SNAKE.match(node.value)]
     assert not bad, "\n".join(bad)
 
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 import bisect
 from pathlib import Path
 
-from logtool.findings import finding
+from logtool.findings import (
+    CHECKPOINT_BELOW_LOG_START, CHECKPOINT_ENTRY_MISSING, CLEANER_OFFSET_BEYOND_LOG, HIGH_WATERMARK_BEYOND_LOG,
+    LOG_START_BEYOND_LOG, RECOVERY_POINT_BEYOND_LOG, RECOVERY_SKIPS_DAMAGE, finding)
 from logtool.checks.logdir import LogDirReport
 from logtool.checks.partition import PartitionReport
 from logtool.store.layout import CLUSTER_METADATA
@@ -27,14 +29,14 @@ _LIST_EVERY_PARTITION = (RECOVERY, HIGH_WATERMARK)
 # Past the log end: the kind, and what it means ({offset}: the value, {end}: the log end, {where}: why that
 # end, {span}: the offsets in between).
 _BEYOND = {
-    RECOVERY: ("RECOVERY_POINT_BEYOND_LOG", "recovery point {offset}, but {where}: {span} had been flushed and "
-                                            "{is_are} gone; the broker lowers the recovery point to {end}"),
-    HIGH_WATERMARK: ("HIGH_WATERMARK_BEYOND_LOG", "high watermark {offset}, but {where}: {span} {was_were} committed "
-                                                  "and {is_are} missing from this replica"),
-    LOG_START: ("LOG_START_BEYOND_LOG", "log start offset {offset}, but {where}: the broker deletes every segment of "
-                                        "the partition at load"),
-    CLEANER: ("CLEANER_OFFSET_BEYOND_LOG", "cleaned up to offset {offset}, but {where}: {span} {is_are} gone; the "
-                                           "cleaner starts over from the log start"),
+    RECOVERY: (RECOVERY_POINT_BEYOND_LOG, "recovery point {offset}, but {where}: {span} had been flushed and "
+                                        "{is_are} gone; the broker lowers the recovery point to {end}"),
+    HIGH_WATERMARK: (HIGH_WATERMARK_BEYOND_LOG, "high watermark {offset}, but {where}: {span} {was_were} committed "
+                                              "and {is_are} missing from this replica"),
+    LOG_START: (LOG_START_BEYOND_LOG, "log start offset {offset}, but {where}: the broker deletes every segment of "
+                                    "the partition at load"),
+    CLEANER: (CLEANER_OFFSET_BEYOND_LOG, "cleaned up to offset {offset}, but {where}: {span} {is_are} gone; the "
+                                       "cleaner starts over from the log start"),
 }
 # Below the first segment: what the value is called.
 _WHAT = {RECOVERY: "recovery point", HIGH_WATERMARK: "high watermark", LOG_START: "log start offset",
@@ -53,7 +55,7 @@ def check_partition_checkpoints(ld: LogDirReport, part: PartitionReport) -> None
     for file in _LIST_EVERY_PARTITION:
         # A missing or unreadable file is reported by the log-dir check.
         if file in ld.offsets and key not in ld.offsets[file]:
-            part.findings.append(finding("CHECKPOINT_ENTRY_MISSING", f"{file} does not list {key[0]}-{key[1]}", file))
+            part.findings.append(finding(CHECKPOINT_ENTRY_MISSING, f"{file} does not list {key[0]}-{key[1]}", file))
 
 
 def _check_value(name: str, offset: int, part: PartitionReport, log_start_entry: int) -> None:
@@ -68,7 +70,7 @@ def _check_value(name: str, offset: int, part: PartitionReport, log_start_entry:
     else:
         where = f"the log end offset is {end}"
     if name == RECOVERY and _skips_damage(offset, facts.cut_segment, part):
-        part.findings.append(finding("RECOVERY_SKIPS_DAMAGE", f"recovery point {offset} lies after the damage in "
+        part.findings.append(finding(RECOVERY_SKIPS_DAMAGE, f"recovery point {offset} lies after the damage in "
                                      f"{facts.cut_segment:020d}.log; recovery starts at the segment holding "
                                      f"the recovery point", name, offset=offset))
     elif offset > end:
@@ -79,7 +81,7 @@ def _check_value(name: str, offset: int, part: PartitionReport, log_start_entry:
                               was_were="was" if one else "were")
         part.findings.append(finding(kind, text, name, offset=offset))
     elif offset < start:
-        part.findings.append(finding("CHECKPOINT_BELOW_LOG_START", f"{_WHAT[name]} {offset} is below the log start "
+        part.findings.append(finding(CHECKPOINT_BELOW_LOG_START, f"{_WHAT[name]} {offset} is below the log start "
                                      f"offset {start}", name, offset=offset))
 
 

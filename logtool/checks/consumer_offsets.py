@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from typing import cast
 
-from logtool.findings import Finding, Sink
+from logtool.findings import CONSUMER_OFFSET_BACKWARDS, Finding, Sink
 from logtool.format.batch import BatchView
 from logtool.format.messages import MessageError
 from logtool.format.schemas import by_record_type
@@ -65,7 +65,7 @@ class CommitCheck:
                 message = goes_back(key, before, now)
                 if message:
                     self.sink.walked.at = v.position
-                    self.sink.add("CONSUMER_OFFSET_BACKWARDS", message, v.position, r.offset)
+                    self.sink.add(CONSUMER_OFFSET_BACKWARDS, message, v.position, r.offset)
         except RecordError:
             return  # the record checks report what cannot be read
 
@@ -86,6 +86,6 @@ def check_commits(segments) -> list[Finding]:
         for key, first in (seg.commits or {}).get("first", {}).items():
             message = goes_back(key, last.get(key), first)
             if message:
-                sink.add("CONSUMER_OFFSET_BACKWARDS", message, first[2], first[1], file=seg.file)
+                sink.add(CONSUMER_OFFSET_BACKWARDS, message, first[2], first[1], file=seg.file)
         last.update((seg.commits or {}).get("last", {}))
     return sink.done()

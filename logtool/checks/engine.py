@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from logtool.findings import Finding, Severity, finding
+from logtool.findings import NOT_KAFKA, UNREADABLE, Finding, Severity, finding
 from logtool.checks.checkpoints import check_partition_checkpoints
 from logtool.checks.logdir import LogDirReport, check_log_dir
 from logtool.checks.logdir_set import check_log_dir_set
@@ -83,16 +83,16 @@ def plan_targets(paths: list[Path], report: Report) -> list[Target]:
             else:
                 # Nothing here can be checked: an operational error, like an unreadable path.
                 report.operational_error = True
-                report.findings.append(finding("NOT_KAFKA", "not a Kafka log dir, partition dir or .log file",
+                report.findings.append(finding(NOT_KAFKA, "not a Kafka log dir, partition dir or .log file",
                                                str(path)))
         except OSError as e:
             report.operational_error = True
-            report.findings.append(finding("UNREADABLE", f"cannot be read: {e.strerror or e}", str(path)))
+            report.findings.append(finding(UNREADABLE, f"cannot be read: {e.strerror or e}", str(path)))
     return targets
 
 
 def unreadable(target: Target, e: OSError) -> Finding:
-    return finding("UNREADABLE", f"cannot be read: {e.strerror or e}", str(target.path))
+    return finding(UNREADABLE, f"cannot be read: {e.strerror or e}", str(target.path))
 
 
 def open_target(target: Target, reading: ReadPolicy | None = None) -> Partition | PartitionReport:
@@ -151,7 +151,7 @@ def run_checks(paths: list[Path], deep: bool, bytes_known: Callable[[int], None]
         bytes_known(sum(map(segment_bytes, targets)))
     for t in targets:
         rep = check_target(t, deep, reading, transaction_timeout_ms=transaction_timeout_ms)
-        if any(f.name == "UNREADABLE" for f in rep.all_findings()):
+        if any(f.kind.operational for f in rep.all_findings()):
             report.operational_error = True
         report.partitions.append(rep)
     check_across_files(report)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 
-from logtool.findings import Finding, finding
+from logtool.findings import LEADER_EPOCH_BEYOND_LOG, LEADER_EPOCH_INVALID, LEADER_EPOCH_MISMATCH, Finding, finding
 from logtool.rules.facts import PartitionFacts
 from logtool.format.meta import MetaError, leader_epochs
 
@@ -25,7 +25,7 @@ def check_leader_epochs(text: str, runs: Sequence[EpochRun], facts: PartitionFac
     try:
         epochs = leader_epochs(text)
     except MetaError as e:
-        return [finding("LEADER_EPOCH_INVALID", str(e), NAME)]
+        return [finding(LEADER_EPOCH_INVALID, str(e), NAME)]
     invalid = _invalid_entries(epochs)
     if invalid:
         return invalid  # comparing an unreadable or reordered cache with the log would only repeat it
@@ -33,12 +33,12 @@ def check_leader_epochs(text: str, runs: Sequence[EpochRun], facts: PartitionFac
 
 
 def _invalid_entries(epochs: list[tuple[int, int]]) -> list[Finding]:
-    out = [finding("LEADER_EPOCH_INVALID", f"entry (epoch {e}, start offset {o}) is negative; the broker fails to "
+    out = [finding(LEADER_EPOCH_INVALID, f"entry (epoch {e}, start offset {o}) is negative; the broker fails to "
                    f"load the partition (Received invalid partition leader epoch entry)", NAME, offset=o)
            for e, o in epochs if e < 0 or o < 0]
     for (e1, o1), (e2, o2) in zip(epochs, epochs[1:]):
         if e2 <= e1 or o2 < o1:
-            out.append(finding("LEADER_EPOCH_INVALID", f"entry (epoch {e2}, start offset {o2}) does not follow "
+            out.append(finding(LEADER_EPOCH_INVALID, f"entry (epoch {e2}, start offset {o2}) does not follow "
                                f"(epoch {e1}, start offset {o1})", NAME))
     return out
 
@@ -48,7 +48,7 @@ def _beyond_log(epochs: list[tuple[int, int]], facts: PartitionFacts) -> list[Fi
         return []
     beyond = [(e, o) for e, o in epochs if o > facts.log_end]
     listed = ", ".join(f"epoch {e} from offset {o}" for e, o in beyond)
-    return [finding("LEADER_EPOCH_BEYOND_LOG", f"{listed}: past the log end offset {facts.log_end}", NAME,
+    return [finding(LEADER_EPOCH_BEYOND_LOG, f"{listed}: past the log end offset {facts.log_end}", NAME,
                     offset=beyond[0][1])]
 
 
@@ -57,14 +57,14 @@ def _against_batches(epochs: list[tuple[int, int]], runs: Sequence[EpochRun]) ->
         return []
     if not epochs:
         e, first, _ = runs[0]
-        return [finding("LEADER_EPOCH_MISMATCH", f"the checkpoint holds no epoch, but batches from offset {first} "
+        return [finding(LEADER_EPOCH_MISMATCH, f"the checkpoint holds no epoch, but batches from offset {first} "
                         f"carry epoch {e}", NAME, offset=first)]
     starts = [o for _, o in epochs]
     problems = [p for run in runs if (p := _run_problem(epochs, starts, run)) is not None]
-    out = [finding("LEADER_EPOCH_MISMATCH", message, NAME, offset=offset)
+    out = [finding(LEADER_EPOCH_MISMATCH, message, NAME, offset=offset)
            for offset, message in problems[:MAX_MISMATCHES]]
     if len(problems) > MAX_MISMATCHES:
-        out.append(finding("LEADER_EPOCH_MISMATCH", f"... and {len(problems) - MAX_MISMATCHES} more runs of batches "
+        out.append(finding(LEADER_EPOCH_MISMATCH, f"... and {len(problems) - MAX_MISMATCHES} more runs of batches "
                            f"like the above", NAME))
     return out
 

@@ -8,7 +8,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from logtool.findings import Sink
+from logtool.findings import (
+    INDEX_BEYOND_LOG, INDEX_CORRUPT, INDEX_NOT_INCREASING, INDEX_PAST_LOG_END, INDEX_PREALLOCATED,
+    INDEX_PREALLOCATED_CLOSED, INDEX_WRONG_POSITION, TIMEINDEX_CORRUPT, TIMEINDEX_WRONG_ENTRY, TXNINDEX_CORRUPT,
+    TXNINDEX_MISMATCH, UNREADABLE, Sink)
 from logtool.format import Bytes, kernel
 from logtool.rules.transactions import UNKNOWN_OFFSET, TxnTracker
 from logtool.format.batch import V2_HEADER_SIZE, BatchView
@@ -20,13 +23,13 @@ from logtool.store.sidefile import SideFile
 def _beyond(walk: WalkOutcome) -> str:
     """Entries past the valid log: into a damaged tail, which the recovery that cuts it heals by rebuilding
     the indexes; or past the end of a whole log, which nothing heals."""
-    return "INDEX_BEYOND_LOG" if walk.stop is not None else "INDEX_PAST_LOG_END"
+    return INDEX_BEYOND_LOG.name if walk.stop is not None else INDEX_PAST_LOG_END.name
 
 
 def _load(side: SideFile, entry_size: int, base: int, active: bool, rep: Sink) -> tuple[memoryview, int] | None:
     """The index bytes and the number of meaningful entries (a preallocated zero tail excluded)."""
     if side.data is None:
-        rep.add("UNREADABLE", f"cannot read {side.name}: {side.error}")
+        rep.add(UNREADABLE, f"cannot read {side.name}: {side.error}")
         return None
     data = memoryview(side.data)
     size = len(data)
@@ -34,7 +37,7 @@ def _load(side: SideFile, entry_size: int, base: int, active: bool, rep: Sink) -
     zero_at = zero_tail_start(data, entry_size)
     if zero_at is not None:
         entries = zero_at
-        rep.add("INDEX_PREALLOCATED" if active else "INDEX_PREALLOCATED_CLOSED",
+        rep.add(INDEX_PREALLOCATED if active else INDEX_PREALLOCATED_CLOSED,
                 f"{side.name}: {size // entry_size - zero_at} preallocated zero slots after {zero_at} entries")
     return data, entries
 
@@ -57,7 +60,7 @@ class OffsetIndexCheck:
         self.data, self.entries = loaded
         problem = offset_index_sanity(self.data, base)
         if problem:
-            self.rep.add("INDEX_CORRUPT", f"{side.name} {problem}")
+            self.rep.add(INDEX_CORRUPT, f"{side.name} {problem}")
         self._advance()
 
     def _entry(self, i: int) -> tuple[int, int]:
@@ -71,9 +74,9 @@ class OffsetIndexCheck:
         entry = self._entry(self.read)
         self.read += 1
         if self.prev is not None and (entry[0] <= self.prev[0] or entry[1] <= self.prev[1]):
-            self.rep.add("INDEX_NOT_INCREASING", f"entry (offset {entry[0]}, position {entry[1]}) does not follow "
-                                                 f"(offset {self.prev[0]}, position "
-                                                 f"{self.prev[1]})", entry[1], entry[0])
+            self.rep.add(INDEX_NOT_INCREASING, f"entry (offset {entry[0]}, position {entry[1]}) does not follow "
+                                               f"(offset {self.prev[0]}, position "
+                                               f"{self.prev[1]})", entry[1], entry[0])
         self.prev = entry
         self.next = entry
 
@@ -107,14 +110,14 @@ class OffsetIndexCheck:
         while self.next is not None and self.next[1] <= view.position:
             offset, pos = self.next
             if pos < view.position:
-                self.rep.add("INDEX_WRONG_POSITION", f"entry for offset {offset} points at byte {pos}, "
-                                                     f"which is not the start of a batch", pos, offset)
+                self.rep.add(INDEX_WRONG_POSITION, f"entry for offset {offset} points at byte {pos}, "
+                                                   f"which is not the start of a batch", pos, offset)
             elif self.prev_batch_last is not None and offset <= self.prev_batch_last:
-                self.rep.add("INDEX_WRONG_POSITION", f"entry for offset {offset} points at byte {pos}, but offset "
-                                                     f"{offset} is in an earlier batch", pos, offset)
+                self.rep.add(INDEX_WRONG_POSITION, f"entry for offset {offset} points at byte {pos}, but offset "
+                                                   f"{offset} is in an earlier batch", pos, offset)
             elif offset < view.base_offset if view.base_offset is not None else False:
-                self.rep.add("INDEX_WRONG_POSITION", f"entry for offset {offset} points at a batch starting at "
-                                                     f"offset {view.base_offset}", pos, offset)
+                self.rep.add(INDEX_WRONG_POSITION, f"entry for offset {offset} points at a batch starting at "
+                                                   f"offset {view.base_offset}", pos, offset)
             self._advance()
         self.prev_batch_last = view.last_offset
 
@@ -125,15 +128,15 @@ class OffsetIndexCheck:
             if pos >= walk.valid_bytes:
                 beyond += 1
             else:  # inside the prefix but after the last batch start: not a batch boundary
-                self.rep.add("INDEX_WRONG_POSITION", f"entry for offset {offset} points at byte {pos}, "
-                                                     f"which is not the start of a batch", pos, offset)
+                self.rep.add(INDEX_WRONG_POSITION, f"entry for offset {offset} points at byte {pos}, "
+                                                   f"which is not the start of a batch", pos, offset)
             self._advance()
         if beyond:
             self.rep.add(_beyond(walk), f"{entries(beyond)} at or past byte {walk.valid_bytes}, "
                                         f"the end of the valid log")
         if self.prev is not None and last_offset is not None and self.prev[0] > last_offset and not beyond:
-            self.rep.add("INDEX_WRONG_POSITION", f"last entry names offset {self.prev[0]}, beyond the segment's "
-                                                 f"last offset {last_offset}", self.prev[1], self.prev[0])
+            self.rep.add(INDEX_WRONG_POSITION, f"last entry names offset {self.prev[0]}, beyond the segment's "
+                                               f"last offset {last_offset}", self.prev[1], self.prev[0])
 
 
 class TimeIndexCheck:
@@ -154,7 +157,7 @@ class TimeIndexCheck:
         data, n = loaded
         problem = time_index_sanity(data, base)
         if problem and not (active and zero_tail_start(data, TIME_ENTRY.size) is not None):
-            self.rep.add("TIMEINDEX_CORRUPT", f"{side.name} {problem}")
+            self.rep.add(TIMEINDEX_CORRUPT, f"{side.name} {problem}")
         self.entries = TIME_ENTRY.iter_unpack(data[: n * TIME_ENTRY.size])
         self._advance()
 
@@ -165,8 +168,8 @@ class TimeIndexCheck:
             return
         entry = (raw[0], self.base + raw[1])
         if self.prev is not None and (entry[0] <= self.prev[0] or entry[1] < self.prev[1]):
-            self.rep.add("TIMEINDEX_WRONG_ENTRY", f"entry (timestamp {entry[0]}, offset {entry[1]}) does not follow "
-                                                  f"(timestamp {self.prev[0]}, offset {self.prev[1]})", None, entry[1])
+            self.rep.add(TIMEINDEX_WRONG_ENTRY, f"entry (timestamp {entry[0]}, offset {entry[1]}) does not follow "
+                                                f"(timestamp {self.prev[0]}, offset {self.prev[1]})", None, entry[1])
         self.prev = entry
         self.next = entry
 
@@ -185,11 +188,11 @@ class TimeIndexCheck:
             ts, offset = self.next
             first = view.base_offset if view.base_offset is not None else view.last_offset
             if offset < first:
-                self.rep.add("TIMEINDEX_WRONG_ENTRY", f"entry names offset {offset}, which is in no batch",
+                self.rep.add(TIMEINDEX_WRONG_ENTRY, f"entry names offset {offset}, which is in no batch",
                              view.position, offset)
             elif ts != self.max_ts:
-                self.rep.add("TIMEINDEX_WRONG_ENTRY", f"entry for offset {offset} says timestamp {ts}, but the largest "
-                                                      f"timestamp up to that batch is {self.max_ts}",
+                self.rep.add(TIMEINDEX_WRONG_ENTRY, f"entry for offset {offset} says timestamp {ts}, but the largest "
+                                                    f"timestamp up to that batch is {self.max_ts}",
                              view.position, offset)
             self._advance()
 
@@ -229,7 +232,7 @@ class TxnIndexCheck:
     def finish(self, walk: WalkOutcome, last_offset: int | None) -> None:
         rep = self.sink.for_file(self.side.name)
         if self.side.error is not None:
-            rep.add("UNREADABLE", f"cannot read {self.side.name}: {self.side.error}")
+            rep.add(UNREADABLE, f"cannot read {self.side.name}: {self.side.error}")
             return
         if self.side.data is not None:
             on_disk = self._on_disk(self.side.data, rep)
@@ -246,17 +249,17 @@ class TxnIndexCheck:
         could have aborts (not a transaction index of this segment)."""
         entries = len(data) // TXN_ENTRY.size
         if entries > self.most_entries:
-            rep.add("TXNINDEX_CORRUPT", f"{entries} entries, more than the {len(self.buf)}-byte segment has "
-                                        f"batches: not a transaction index of this segment")
+            rep.add(TXNINDEX_CORRUPT, f"{entries} entries, more than the {len(self.buf)}-byte segment has "
+                                      f"batches: not a transaction index of this segment")
             return None
         on_disk = list(aborted_txns(data))
         for txn in on_disk:
             if txn.version > 0:
-                rep.add("TXNINDEX_CORRUPT", f"unexpected aborted transaction version {txn.version}", None,
+                rep.add(TXNINDEX_CORRUPT, f"unexpected aborted transaction version {txn.version}", None,
                         txn.last_offset)
             elif txn.last_offset < self.base:
-                rep.add("TXNINDEX_CORRUPT", f"aborted transaction of producer {txn.producer_id} ends at offset "
-                                            f"{txn.last_offset}, below the segment base {self.base}", None,
+                rep.add(TXNINDEX_CORRUPT, f"aborted transaction of producer {txn.producer_id} ends at offset "
+                                          f"{txn.last_offset}, below the segment base {self.base}", None,
                         txn.last_offset)
         return on_disk
 
@@ -266,21 +269,21 @@ class TxnIndexCheck:
         for want in self.expected:
             got = found.pop((want.producer_id, want.last_offset), None)
             if got is None:
-                rep.add("TXNINDEX_MISMATCH", f"the abort of producer {want.producer_id} at offset {want.last_offset} "
-                                             f"is not listed"
+                rep.add(TXNINDEX_MISMATCH, f"the abort of producer {want.producer_id} at offset {want.last_offset} "
+                                           f"is not listed"
                         + ("" if self.side.exists else f" ({self.side.name} is missing)"), None, want.last_offset)
             elif want.first_offset != UNKNOWN_OFFSET and got.first_offset != want.first_offset:
-                rep.add("TXNINDEX_MISMATCH", f"the aborted transaction of producer {want.producer_id} ending at "
-                                             f"{want.last_offset} is listed from offset {got.first_offset}, the log "
-                                             f"says {want.first_offset}", None, want.last_offset)
+                rep.add(TXNINDEX_MISMATCH, f"the aborted transaction of producer {want.producer_id} ending at "
+                                           f"{want.last_offset} is listed from offset {got.first_offset}, the log "
+                                           f"says {want.first_offset}", None, want.last_offset)
             elif self.txns.history_complete and got.last_stable_offset != want.last_stable_offset:
-                rep.add("TXNINDEX_MISMATCH", f"the aborted transaction of producer {want.producer_id} ending at "
-                                             f"{want.last_offset} has last stable offset {got.last_stable_offset}, the "
-                                             f"log says {want.last_stable_offset}", None, want.last_offset)
+                rep.add(TXNINDEX_MISMATCH, f"the aborted transaction of producer {want.producer_id} ending at "
+                                           f"{want.last_offset} has last stable offset {got.last_stable_offset}, the "
+                                           f"log says {want.last_stable_offset}", None, want.last_offset)
         for extra in found.values():
             if last_offset is None or extra.last_offset <= last_offset:
-                rep.add("TXNINDEX_MISMATCH", f"lists an abort of producer {extra.producer_id} at offset "
-                                             f"{extra.last_offset}, but the log holds no such abort marker",
+                rep.add(TXNINDEX_MISMATCH, f"lists an abort of producer {extra.producer_id} at offset "
+                                           f"{extra.last_offset}, but the log holds no such abort marker",
                         None, extra.last_offset)
             else:
                 rep.add(_beyond(walk), f"lists an abort at offset {extra.last_offset}, past the last valid "

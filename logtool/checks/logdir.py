@@ -4,7 +4,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from logtool.findings import Finding, finding
+from logtool.findings import (
+    CHECKPOINT_INVALID, CHECKPOINT_UNKNOWN_PARTITION, META_PROPERTIES_INCONSISTENT, META_PROPERTIES_INVALID,
+    META_PROPERTIES_MISSING, NOT_KAFKA, SYMLINK, TMP_LEFTOVER, UNKNOWN_FILE, Finding, finding)
 from logtool.format.meta import NODE_ID_FIELD, MetaError, meta_identity, offset_checkpoint, properties
 from logtool.store.logdir import LogDir
 from logtool.store.sidefile import SideFile
@@ -38,17 +40,17 @@ def check_log_dir(path: Path) -> LogDirReport:
     present: set[tuple[str, int]] = set()  # the partitions that have a directory here
     for name in names:
         if name in log_dir.symlinks:
-            rep.findings.append(finding("SYMLINK", f"{name} is a symlink to {log_dir.symlinks[name]}", name))
+            rep.findings.append(finding(SYMLINK, f"{name} is a symlink to {log_dir.symlinks[name]}", name))
         if name in log_dir.dirs:
             _check_child_dir(path, name, rep, present)
         else:
             _check_root_file(log_dir, name, rep)
     if "meta.properties" not in names:
-        rep.findings.append(finding("META_PROPERTIES_MISSING", "the log dir has no meta.properties", "meta.properties"))
+        rep.findings.append(finding(META_PROPERTIES_MISSING, "the log dir has no meta.properties", "meta.properties"))
     for file, entries in rep.offsets.items():
         for key, offset in sorted(entries.items()):
             if key not in present:
-                rep.findings.append(finding("CHECKPOINT_UNKNOWN_PARTITION", f"{key[0]}-{key[1]} (offset {offset}) has "
+                rep.findings.append(finding(CHECKPOINT_UNKNOWN_PARTITION, f"{key[0]}-{key[1]} (offset {offset}) has "
                                             "no directory in this log dir", file, offset=offset))
     return rep
 
@@ -63,7 +65,7 @@ def _check_child_dir(path: Path, name: str, rep: LogDirReport, present: set[tupl
         if parsed is not None:
             present.add((parsed.topic, parsed.partition))
     else:
-        rep.findings.append(finding("NOT_KAFKA", f"directory {name!r} in the log dir is not a partition "
+        rep.findings.append(finding(NOT_KAFKA, f"directory {name!r} in the log dir is not a partition "
                                     f"directory; the broker refuses to start with it there", name))
 
 
@@ -78,9 +80,9 @@ def _check_root_file(log_dir: LogDir, name: str, rep: LogDirReport) -> None:
     elif name == ".kafka_cleanshutdown":
         rep.clean_shutdown_marker = True  # empty before Kafka 3.7, JSON since: only its presence matters
     elif name.endswith(".tmp") and name[:-4] in LOG_DIR_FILES:
-        rep.findings.append(finding("TMP_LEFTOVER", f"an interrupted rewrite of {name[:-4]}", name))
+        rep.findings.append(finding(TMP_LEFTOVER, f"an interrupted rewrite of {name[:-4]}", name))
     elif name not in LOG_DIR_FILES:
-        rep.findings.append(finding("UNKNOWN_FILE", f"{name} is not a file Kafka writes in a log dir", name))
+        rep.findings.append(finding(UNKNOWN_FILE, f"{name} is not a file Kafka writes in a log dir", name))
 
 
 def side_text(side: SideFile, findings: list[Finding]) -> str | None:
@@ -99,11 +101,11 @@ def _check_meta(side: SideFile, rep: LogDirReport) -> None:
     try:
         version = meta_identity(rep.meta).version
     except MetaError as e:
-        rep.findings.append(finding("META_PROPERTIES_INVALID", str(e), side.name))
+        rep.findings.append(finding(META_PROPERTIES_INVALID, str(e), side.name))
         return
     ignored = NODE_ID_FIELD[1 - version]
     if ignored in rep.meta:
-        rep.findings.append(finding("META_PROPERTIES_INCONSISTENT", f"version {version} reads "
+        rep.findings.append(finding(META_PROPERTIES_INCONSISTENT, f"version {version} reads "
                                     f"{NODE_ID_FIELD[version]}, not {ignored}={rep.meta[ignored]}", side.name))
 
 
@@ -124,6 +126,6 @@ def _check_checkpoint(side: SideFile, rep: LogDirReport) -> None:
     try:
         rep.offsets[side.name] = offset_checkpoint(text)
     except MetaError as e:
-        rep.findings.append(finding("CHECKPOINT_INVALID", f"{e}; {_UNREADABLE_CHECKPOINT[side.name]}", side.name))
+        rep.findings.append(finding(CHECKPOINT_INVALID, f"{e}; {_UNREADABLE_CHECKPOINT[side.name]}", side.name))
         return
     rep.checkpoints[side.name] = len(rep.offsets[side.name])

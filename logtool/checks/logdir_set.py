@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from logtool.findings import finding
+from logtool.findings import META_PROPERTIES_MISMATCH, finding
 from logtool.checks.logdir import LogDirReport
 from logtool.format.meta import NODE_ID_FIELD, MetaError, meta_identity
 
@@ -31,18 +31,18 @@ def check_log_dir_set(log_dirs: Sequence[LogDirReport]) -> None:
             if cluster is None:
                 cluster = (ident.cluster_id, ld.path)
             elif ident.cluster_id != cluster[0]:
-                ld.findings.append(finding("META_PROPERTIES_MISMATCH", f"cluster.id {ident.cluster_id}, but "
+                ld.findings.append(finding(META_PROPERTIES_MISMATCH, f"cluster.id {ident.cluster_id}, but "
                                            f"{cluster[1]} has cluster.id {cluster[0]}", META))
         if ident.node_id is not None:
             if node is None:
                 node = (ident.node_id, ld.path)
             elif ident.node_id != node[0]:
-                ld.findings.append(finding("META_PROPERTIES_MISMATCH", f"{NODE_ID_FIELD[ident.version]} "
+                ld.findings.append(finding(META_PROPERTIES_MISMATCH, f"{NODE_ID_FIELD[ident.version]} "
                                            f"{ident.node_id}, but {node[1]} has node id {node[0]}", META))
         if ident.directory_id is not None:
             other = directories.setdefault(ident.directory_id, ld.path)
             if other != ld.path:
-                ld.findings.append(finding("META_PROPERTIES_MISMATCH", f"directory.id {ident.directory_id} is also "
+                ld.findings.append(finding(META_PROPERTIES_MISMATCH, f"directory.id {ident.directory_id} is also "
                                            f"the directory.id of {other}", META))
 
 

@@ -4,7 +4,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from logtool.findings import Finding, Severity, finding
+from logtool.findings import (
+    BAD_SEGMENT_NAME, LATER_SEGMENTS_DROPPED, LEFTOVER_FILE, LOGTOOL_TEMP_LEFTOVER, NO_SEGMENTS, ORPHAN_INDEX,
+    PARTITION_DIR_DELETE, PARTITION_DIR_FUTURE, PARTITION_DIR_STRAY, PARTITION_METADATA_INVALID, PREALLOCATED_TAIL,
+    PRODUCER_SNAPSHOT_BEYOND_LOG, PRODUCER_SNAPSHOT_INVALID, SEGMENT_GAP, SEGMENT_OVERLAP, SYMLINK, TMP_LEFTOVER,
+    UNKNOWN_FILE, UNREADABLE, Finding, Severity, finding)
 from logtool.checks.epochs import check_leader_epochs
 from logtool.checks.logdir import side_text
 from logtool.checks.consumer_offsets import check_commits
@@ -48,7 +52,7 @@ class PartitionReport:
         problems = {f.name for f in self.all_findings() if f.severity >= Severity.WARNING}
         if not problems:
             return "clean"
-        return "untrimmed" if problems == {"PREALLOCATED_TAIL"} else "damaged"
+        return "untrimmed" if problems == {PREALLOCATED_TAIL.name} else "damaged"
 
     def to_dict(self) -> dict:
         return {"path": self.path, "topic": self.topic, "partition": self.partition, "dir_kind": self.dir_kind,
@@ -87,7 +91,7 @@ def check_segments(part: Partition, deep: bool, which: range, lens: Lens | None 
                                                   writer=part.writer if i == last else None, topic=part.topic))
         except OSError as e:
             name = seg.log_path.name
-            rep.findings.append(finding("UNREADABLE", f"cannot read {name}: {e.strerror or e}", name))
+            rep.findings.append(finding(UNREADABLE, f"cannot read {name}: {e.strerror or e}", name))
             # Still one of the partition's segments: counted, and no gap is claimed where its offsets are.
             rep.segments.append(SegmentReport(name, seg.base_offset, max(0, part.size_of(name)), readable=False))
     if which.stop == len(part.segments) and not part.single_file:  # once per partition: with its last piece
@@ -117,18 +121,18 @@ def finish_partition(part: Partition, rep: PartitionReport,
         _check_dir_name(part, rep)
         _check_other_files(part, rep, replay, facts)
         if not part.segments:
-            rep.findings.append(finding("NO_SEGMENTS", "the directory holds no segment; the broker starts the "
+            rep.findings.append(finding(NO_SEGMENTS, "the directory holds no segment; the broker starts the "
                                         "partition empty at its checkpointed log start offset", part.path.name))
 
 
 # What the broker does at load with a partition directory renamed with a suffix (LogManager.loadLog).
 _SUFFIXED_DIRS = {
-    "delete": ("PARTITION_DIR_DELETE", "the topic or this replica was deleted; the broker does not recover it and "
-                                       "deletes it after file.delete.delay.ms"),
-    "future": ("PARTITION_DIR_FUTURE", "a replica being moved into this log dir; the broker resumes the copy and "
-                                       "swaps it for the current replica once it has caught up"),
-    "stray": ("PARTITION_DIR_STRAY", "a replica the cluster no longer assigns to this broker; the broker neither "
-                                     "serves nor deletes it"),
+    "delete": (PARTITION_DIR_DELETE, "the topic or this replica was deleted; the broker does not recover it and "
+                                   "deletes it after file.delete.delay.ms"),
+    "future": (PARTITION_DIR_FUTURE, "a replica being moved into this log dir; the broker resumes the copy and "
+                                   "swaps it for the current replica once it has caught up"),
+    "stray": (PARTITION_DIR_STRAY, "a replica the cluster no longer assigns to this broker; the broker neither "
+                                 "serves nor deletes it"),
 }
 
 
@@ -145,19 +149,19 @@ def _check_segment_set(rep: PartitionReport) -> None:
         if stops and i < len(rep.segments) - 1:
             later = rep.segments[i + 1 :]
             rep.findings.append(finding(
-                "LATER_SEGMENTS_DROPPED",
+                LATER_SEGMENTS_DROPPED,
                 f"damage in {seg.file} at byte {seg.first_invalid_position}: recovery from before it would delete the "
                 f"{len(later)} later segment(s) ({sum(s.size for s in later)} bytes, {sum(s.batches for s in later)} "
                 "batches)",
                 seg.file, seg.first_invalid_position))
         if prev is not None and prev.last_offset is not None:
             if seg.base_offset <= prev.last_offset:
-                rep.findings.append(finding("SEGMENT_OVERLAP", f"{seg.file} starts at offset {seg.base_offset}, but "
+                rep.findings.append(finding(SEGMENT_OVERLAP, f"{seg.file} starts at offset {seg.base_offset}, but "
                                             f"{prev.file} ends at offset {prev.last_offset}", seg.file, 0,
                                             seg.base_offset))
             elif seg.base_offset > prev.last_offset + 1:
                 # Between segments; a first batch above its own segment's name is FIRST_OFFSET_ABOVE_NAME.
-                rep.findings.append(finding("SEGMENT_GAP", f"offsets {prev.last_offset + 1}..{seg.base_offset - 1} lie "
+                rep.findings.append(finding(SEGMENT_GAP, f"offsets {prev.last_offset + 1}..{seg.base_offset - 1} lie "
                                             f"in no segment ({prev.file} -> {seg.file})", seg.file, 0, seg.base_offset))
         if seg.last_offset is not None:
             prev = seg
@@ -169,7 +173,7 @@ def _check_other_files(part: Partition, rep: PartitionReport, replay: Replay, fa
     logs = {f.base_offset for f in part.files.values() if f.kind == FileKind.LOG}
     for name, f in part.files.items():
         if name in part.symlinks:
-            rep.findings.append(finding("SYMLINK", f"{name} is a symlink to {part.symlinks[name]}", name))
+            rep.findings.append(finding(SYMLINK, f"{name} is a symlink to {part.symlinks[name]}", name))
         if f.kind != FileKind.LOG:
             rep.files[name] = part.size_of(name)
         if f.kind == FileKind.PARTITION_METADATA:
@@ -192,26 +196,26 @@ def _check_partition_metadata(part: Partition, name: str, rep: PartitionReport) 
         try:
             partition_metadata(text)
         except MetaError as e:
-            rep.findings.append(finding("PARTITION_METADATA_INVALID", str(e), name))
+            rep.findings.append(finding(PARTITION_METADATA_INVALID, str(e), name))
 
 
 def _name_finding(name: str, f: FileName, logs: set[int | None]) -> Finding | None:
     """What a file's name alone tells is wrong with it in a partition dir (`logs`: the segments' base offsets)."""
     if f.kind == FileKind.LEFTOVER:
         assert f.leftover is not None  # classify_file names every leftover's suffix
-        return finding("LEFTOVER_FILE", f"{name}: a {f.leftover[1:]} leftover the broker "
-                                        f"{'discards' if f.leftover != '.swap' else 'applies'} at load", name)
+        return finding(LEFTOVER_FILE, f"{name}: a {f.leftover[1:]} leftover the broker "
+                                      f"{'discards' if f.leftover != '.swap' else 'applies'} at load", name)
     if f.kind in (FileKind.INDEX, FileKind.TIMEINDEX, FileKind.TXNINDEX) and f.base_offset not in logs:
-        return finding("ORPHAN_INDEX", f"{name} has no {f.base_offset:020d}.log", name)
+        return finding(ORPHAN_INDEX, f"{name} has no {f.base_offset:020d}.log", name)
     if f.kind == FileKind.LOGTOOL_TEMP:
-        return finding("LOGTOOL_TEMP_LEFTOVER", f"{name} was left by an interrupted logtool repair", name)
+        return finding(LOGTOOL_TEMP_LEFTOVER, f"{name} was left by an interrupted logtool repair", name)
     if f.kind != FileKind.UNKNOWN:
         return None
     if name.endswith((".log", ".index", ".timeindex", ".txnindex")):
-        return finding("BAD_SEGMENT_NAME", f"{name}: the broker cannot parse a base offset from it", name)
+        return finding(BAD_SEGMENT_NAME, f"{name}: the broker cannot parse a base offset from it", name)
     if name in _TMP_COPIES:
-        return finding("TMP_LEFTOVER", f"an interrupted rewrite of {name[:-4]}", name)
-    return finding("UNKNOWN_FILE", f"{name} is not a file Kafka writes", name)
+        return finding(TMP_LEFTOVER, f"an interrupted rewrite of {name[:-4]}", name)
+    return finding(UNKNOWN_FILE, f"{name} is not a file Kafka writes", name)
 
 
 def _check_snapshot_file(part: Partition, name: str, offset: int, rep: PartitionReport, replay: Replay,
@@ -224,7 +228,7 @@ def _check_snapshot_file(part: Partition, name: str, offset: int, rep: Partition
         try:
             entries = producer_snapshot(side.data)
         except MetaError as e:
-            rep.findings.append(finding("PRODUCER_SNAPSHOT_INVALID", str(e), name))
+            rep.findings.append(finding(PRODUCER_SNAPSHOT_INVALID, str(e), name))
         else:
             if not facts.recovery_cuts:  # past damage, what the log says is not what was written
                 rep.findings += check_snapshot(name, offset, entries, replay)
@@ -235,6 +239,6 @@ def _check_snapshot_offset(name: str, offset: int, facts: PartitionFacts, rep: P
     """A snapshot is named after the next offset when it was taken; it can be at the log end, not past it."""
     end = facts.log_end
     if end is not None and offset > end:
-        rep.findings.append(finding("PRODUCER_SNAPSHOT_BEYOND_LOG", f"taken at offset {offset}, past the log end "
+        rep.findings.append(finding(PRODUCER_SNAPSHOT_BEYOND_LOG, f"taken at offset {offset}, past the log end "
                                     f"offset {end}", name, offset=offset))
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from logtool.findings import Finding, Sink, finding
+from logtool.findings import (
+    PRODUCER_EPOCH_BACKWARDS, PRODUCER_SEQUENCE_DUPLICATE, PRODUCER_SEQUENCE_GAP, PRODUCER_SNAPSHOT_MISMATCH,
+    TRANSACTION_HANGING, TRANSACTION_OPEN, Finding, Sink, finding)
 from logtool.format.batch import BatchView
 
 DEFAULT_TRANSACTION_TIMEOUT_MS = 15 * 60 * 1000  # transaction.max.timeout.ms's default: no transaction lasts longer
@@ -103,8 +105,8 @@ def follows(pid: int, last_epoch: int, last_data: tuple[int, int, int] | None, e
     last sequence, base offset; None for a marker or a batch without sequences) coming after its batches
     of epoch `last_epoch`, the last with sequences being `last_data` (epoch, last sequence, last offset)."""
     if epoch < last_epoch:
-        return [("PRODUCER_EPOCH_BACKWARDS", f"producer {pid} writes with epoch {epoch} at offset {offset}, "
-                                             f"after epoch {last_epoch}")]
+        return [(PRODUCER_EPOCH_BACKWARDS.name, f"producer {pid} writes with epoch {epoch} at offset {offset}, "
+                                                f"after epoch {last_epoch}")]
     if data is None or last_data is None or last_data[0] != data[0]:
         return []  # no sequences to compare, or a new epoch: its sequences start afresh
     _epoch, base_seq, last_seq_here, base_offset = data
@@ -114,12 +116,12 @@ def follows(pid: int, last_epoch: int, last_data: tuple[int, int, int] | None, e
     if ahead == 0:
         return []
     if ahead < _HALF:
-        return [("PRODUCER_SEQUENCE_GAP", f"producer {pid} (epoch {epoch}) jumps from sequence {last_seq} (offset "
-                                          f"{last_offset}) to {base_seq} at offset {base_offset}: "
-                                          f"{ahead} sequence number(s) are not in the log")]
-    return [("PRODUCER_SEQUENCE_DUPLICATE", f"producer {pid} (epoch {epoch}) writes sequences {base_seq}.."
-                                            f"{last_seq_here} at offset {base_offset}, after sequence {last_seq} "
-                                            f"at offset {last_offset}: the same records twice, or out of order")]
+        return [(PRODUCER_SEQUENCE_GAP.name, f"producer {pid} (epoch {epoch}) jumps from sequence {last_seq} (offset "
+                                             f"{last_offset}) to {base_seq} at offset {base_offset}: "
+                                             f"{ahead} sequence number(s) are not in the log")]
+    return [(PRODUCER_SEQUENCE_DUPLICATE.name, f"producer {pid} (epoch {epoch}) writes sequences {base_seq}.."
+                                               f"{last_seq_here} at offset {base_offset}, after sequence {last_seq} "
+                                               f"at offset {last_offset}: the same records twice, or out of order")]
 
 
 @dataclass(slots=True)
@@ -191,13 +193,13 @@ def _open_transaction(pid: int, s: ProducerState, open_txn: tuple[int, int], las
     age = None if last_ts is None or ts < 0 else last_ts - ts
     if age is not None and age > timeout_ms:
         where = f"--topic {topic} --partition {partition}" if topic is not None else "--topic T --partition P"
-        sink.add("TRANSACTION_HANGING",
+        sink.add(TRANSACTION_HANGING,
                  f"producer {pid} (epoch {s.epoch}) opened a transaction at offset {first} that no marker ends, "
                  f"{age // 1000} s before the partition's last timestamp (timeout {timeout_ms // 1000} s): "
                  f"read_committed consumers cannot read past offset {first}. Abort it with: kafka-transactions.sh "
                  f"--bootstrap-server HOST:PORT abort {where} --start-offset {first}", offset=first)
     else:
-        sink.add("TRANSACTION_OPEN", f"producer {pid} (epoch {s.epoch}) has a transaction open since offset {first}"
+        sink.add(TRANSACTION_OPEN, f"producer {pid} (epoch {s.epoch}) has a transaction open since offset {first}"
                  + (f", {age // 1000} s before the partition's last timestamp" if age is not None else ""),
                  offset=first)
 
@@ -231,7 +233,7 @@ def check_snapshot(name: str, offset: int, entries, replay: Replay) -> list[Find
             continue
         _epoch, last_seq, last_offset = s.last_data
         if (e.epoch, e.last_sequence, e.last_offset) != (s.epoch, last_seq, last_offset):
-            found.append(finding("PRODUCER_SNAPSHOT_MISMATCH",
+            found.append(finding(PRODUCER_SNAPSHOT_MISMATCH,
                                  f"producer {e.producer_id}: the snapshot says epoch {e.epoch}, last sequence "
                                  f"{e.last_sequence} at offset {e.last_offset}; the log before offset {offset} says "
                                  f"epoch {s.epoch}, last sequence {last_seq} at offset "

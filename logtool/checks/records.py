@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from logtool.findings import Sink
+from logtool.findings import (
+    INNER_CRC_MISMATCH, OFFSET_DELTA_INVALID, RECORD_COUNT_MISMATCH, TIMESTAMP_ABOVE_MAX, Kind, Sink)
 from logtool.format import Bytes, kernel
 from logtool.format.batch import BatchView
 from logtool.format.records import RecordError, batch_payload, iter_records, parse_control
@@ -17,18 +18,18 @@ def check_records(buf: Bytes, view: BatchView, sink: Sink) -> int:
             return n
     # The reference: it decodes every record and words what is wrong (and is what the kernel answers for).
 
-    def report(name: str, message: str) -> None:
-        sink.add(name, message, view.position, view.base_offset)
+    def report(kind: Kind | str, message: str) -> None:
+        sink.add(kind, message, view.position, view.base_offset)
 
     n, whole = _check_each(buf, view, report)
     if whole and not view.is_legacy and view.base_offset is not None:  # (a v2 header always holds its base offset)
         span = view.last_offset - view.base_offset + 1
         if n > span:
-            report("RECORD_COUNT_MISMATCH", f"header says {view.count} records over {span} offsets; {n} decoded")
+            report(RECORD_COUNT_MISMATCH, f"header says {view.count} records over {span} offsets; {n} decoded")
     return n
 
 
-def _check_each(buf: Bytes, view: BatchView, report: Callable[[str, str], None]) -> tuple[int, bool]:
+def _check_each(buf: Bytes, view: BatchView, report: Callable[[Kind | str, str], None]) -> tuple[int, bool]:
     """Decode the records one by one, reporting what is wrong in each: (how many were decoded, whether
     every one was)."""
     n = 0
@@ -40,16 +41,16 @@ def _check_each(buf: Bytes, view: BatchView, report: Callable[[str, str], None])
         for rec in iter_records(buf, view):
             n += 1
             if prev_offset is not None and rec.offset <= prev_offset:
-                report("OFFSET_DELTA_INVALID", f"record offset {rec.offset} follows {prev_offset} inside the batch")
+                report(OFFSET_DELTA_INVALID, f"record offset {rec.offset} follows {prev_offset} inside the batch")
             elif rec.offset > last_offset:
-                report("OFFSET_DELTA_INVALID", f"record offset {rec.offset} is beyond the batch's last offset "
-                                               f"{last_offset}")
+                report(OFFSET_DELTA_INVALID, f"record offset {rec.offset} is beyond the batch's last offset "
+                                             f"{last_offset}")
             prev_offset = rec.offset
             if rec.legacy_valid is False:
-                report("INNER_CRC_MISMATCH", f"inner message at offset {rec.offset} fails its CRC")
+                report(INNER_CRC_MISMATCH, f"inner message at offset {rec.offset} fails its CRC")
             if check_ts and rec.timestamp > max_ts:
-                report("TIMESTAMP_ABOVE_MAX", f"record {rec.offset} has timestamp {rec.timestamp}, above the batch max "
-                                              f"{max_ts}")
+                report(TIMESTAMP_ABOVE_MAX, f"record {rec.offset} has timestamp {rec.timestamp}, above the batch max "
+                                            f"{max_ts}")
             if control:
                 parse_control(rec)
     except RecordError as e:

@@ -5,7 +5,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from logtool.findings import Finding, Sink, finding
+from logtool.findings import (
+    BAD_LENGTH, CRC_MISMATCH, EMPTY_SEGMENT, FIRST_OFFSET_ABOVE_NAME, FIRST_OFFSET_BELOW_NAME, INDEX_MISSING,
+    LEGACY_WRAPPER_UNREADABLE, OFFSET_NOT_INCREASING, OFFSET_OVERFLOW, SEGMENT_TOO_LARGE, SHORT_TAIL,
+    TAIL_BEING_WRITTEN, TIMEINDEX_MISSING, TORN_BATCH, UNKNOWN_CODEC, UNKNOWN_MAGIC, UNREADABLE, ZERO_TAIL, Finding,
+    Kind, Sink, finding)
 from logtool.rules.offsets import offsets_go_back
 from logtool.rules.transactions import TxnTracker
 from logtool.checks.consumer_offsets import TOPIC as CONSUMER_OFFSETS, CommitCheck
@@ -92,17 +96,17 @@ class _BatchRules:
             if prev is None:
                 self._first_batch(v, first)
             elif (backwards := offsets_go_back(prev, v)) is not None:
-                self._report("OFFSET_NOT_INCREASING", backwards, v, first)
+                self._report(OFFSET_NOT_INCREASING, backwards, v, first)
             if not 0 <= last - base <= MAX_RELATIVE_OFFSET:
-                self._report("OFFSET_OVERFLOW", f"offset {last} is not within 2^31-1 of the segment base "
-                                                f"{base}", v, last)
+                self._report(OFFSET_OVERFLOW, f"offset {last} is not within 2^31-1 of the segment base "
+                                              f"{base}", v, last)
             if magic > 2:
-                self._report("UNKNOWN_MAGIC", f"batch at byte {v.position} has magic {magic}", v, first)
+                self._report(UNKNOWN_MAGIC, f"batch at byte {v.position} has magic {magic}", v, first)
             if codec > 4 or (magic < 2 and codec > 3):
-                self._report("UNKNOWN_CODEC", f"batch at byte {v.position} names codec id {codec}", v, first)
+                self._report(UNKNOWN_CODEC, f"batch at byte {v.position} names codec id {codec}", v, first)
             if v.base_offset is None:
-                self._report("LEGACY_WRAPPER_UNREADABLE", f"compressed wrapper at byte {v.position} (last offset "
-                                                          f"{last}) cannot be decompressed", v, last)
+                self._report(LEGACY_WRAPPER_UNREADABLE, f"compressed wrapper at byte {v.position} (last offset "
+                                                        f"{last}) cannot be decompressed", v, last)
             if v.partition_leader_epoch != epoch:
                 self.prev_last = prev  # the run that ends here ends at the batch before
                 self._new_epoch_run(v.partition_leader_epoch, first)
@@ -135,14 +139,14 @@ class _BatchRules:
     def _first_batch(self, v: BatchView, first: int) -> None:
         self.rep.first_offset, self.rep.first_timestamp = first, v.first_timestamp
         if first < self.base:
-            self._report("FIRST_OFFSET_BELOW_NAME", f"first batch starts at offset {first}, below the base offset "
-                                                    f"{self.base} in the file name", v, first)
+            self._report(FIRST_OFFSET_BELOW_NAME, f"first batch starts at offset {first}, below the base offset "
+                                                  f"{self.base} in the file name", v, first)
         elif first > self.base:
-            self._report("FIRST_OFFSET_ABOVE_NAME", f"first batch starts at offset {first}; the file name says "
-                                                    f"{self.base}",
+            self._report(FIRST_OFFSET_ABOVE_NAME, f"first batch starts at offset {first}; the file name says "
+                                                  f"{self.base}",
                          v, first)
 
-    def _report(self, kind: str, message: str, v: BatchView, offset: int) -> None:
+    def _report(self, kind: Kind, message: str, v: BatchView, offset: int) -> None:
         self.sink.add(kind, message, v.position, offset)
 
     def _new_epoch_run(self, epoch: int, first: int) -> None:
@@ -160,7 +164,7 @@ class _BatchRules:
 
 
 # How a half-written batch of a live log looks to a reader, and how long to wait before looking again.
-_WRITE_IN_PROGRESS = {"TORN_BATCH", "SHORT_TAIL", "ZERO_TAIL", "CRC_MISMATCH", "BAD_LENGTH"}
+_WRITE_IN_PROGRESS = {TORN_BATCH.name, SHORT_TAIL.name, ZERO_TAIL.name, CRC_MISMATCH.name, BAD_LENGTH.name}
 RECHECK_SECONDS = 0.2
 
 
@@ -203,9 +207,9 @@ def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | Non
         fed.append(commits)
     fed += lenses
     if seg.file_size >= MAX_SEGMENT_BYTES:
-        sink.add("SEGMENT_TOO_LARGE", f"{seg.file_size} bytes")
+        sink.add(SEGMENT_TOO_LARGE, f"{seg.file_size} bytes")
     if seg.file_size == 0:
-        sink.add("EMPTY_SEGMENT", "the segment is empty")
+        sink.add(EMPTY_SEGMENT, "the segment is empty")
     walk = WalkOutcome(seg.file_size)
     records = _walk(seg, walk, fed, deep, sink)
     sink.walked.at = seg.file_size  # what the lenses find at the end comes after what they found on the way
@@ -235,7 +239,7 @@ def _index_checks(seg: Segment, rep: SegmentReport, sink: Sink, active: bool,
         if side.exists:
             checks.append(make(side, seg.base_offset, active, sink))
         elif seg.file_size:
-            sink.add("INDEX_MISSING" if suffix == ".index" else "TIMEINDEX_MISSING", "no such file beside the segment",
+            sink.add(INDEX_MISSING if suffix == ".index" else TIMEINDEX_MISSING, "no such file beside the segment",
                      file=side.name)
     txn = seg.side(".txnindex")
     if txn.exists:
@@ -267,9 +271,9 @@ def _report_stop(seg: Segment, walk: WalkOutcome, stop: FrameStop, rep: SegmentR
     where the valid prefix ends."""
     writer_pid = writer() if writer is not None else None
     if writer_pid is not None and _being_written(seg, stop):
-        sink.add("TAIL_BEING_WRITTEN", f"{walk.size - stop.position} bytes after byte {stop.position} "
-                                       f"were being written while they were read; the broker (pid {writer_pid}) holds "
-                                       f"the log dir's lock and is running", stop.position)
+        sink.add(TAIL_BEING_WRITTEN, f"{walk.size - stop.position} bytes after byte {stop.position} "
+                                     f"were being written while they were read; the broker (pid {writer_pid}) holds "
+                                     f"the log dir's lock and is running", stop.position)
         return
     if walk.shrunk_at is None:  # a file cut under the reader is not damage recovery would cut
         rep.first_invalid_position = stop.position
@@ -286,4 +290,4 @@ def check_records_file(path: Path, deep: bool) -> list[Finding]:
         with Segment(path, 0) as seg:
             return check_segment(seg, active=False, deep=deep).findings
     except OSError as e:
-        return [finding("UNREADABLE", f"cannot read {path.name}: {e.strerror or e}", path.name)]
+        return [finding(UNREADABLE, f"cannot read {path.name}: {e.strerror or e}", path.name)]

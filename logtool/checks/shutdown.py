@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from logtool.findings import finding
+from logtool.findings import CLEAN_SHUTDOWN_WITH_DAMAGE, finding
 from logtool.checks.logdir import LogDirReport
 from logtool.checks.partition import PartitionReport
 from logtool.store.layout import CLUSTER_METADATA
@@ -19,6 +19,6 @@ def check_clean_shutdown(ld: LogDirReport, p: PartitionReport) -> None:
             or Path(p.path).name == CLUSTER_METADATA):
         return
     seg = next(s for s in p.segments if s.base_offset == p.facts.cut_segment)
-    p.findings.append(finding("CLEAN_SHUTDOWN_WITH_DAMAGE", f"the log dir's {MARKER} makes the broker skip recovery, "
+    p.findings.append(finding(CLEAN_SHUTDOWN_WITH_DAMAGE, f"the log dir's {MARKER} makes the broker skip recovery, "
                               f"so {seg.file} keeps its {seg.size - seg.valid_bytes} damaged bytes from byte "
                               f"{seg.first_invalid_position}", MARKER, seg.first_invalid_position))

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from logtool.findings import Group, Severity
+from logtool.findings import Severity
 from logtool.format.index import entries
 from logtool.rules.expected_index import DEFAULT_INDEX_INTERVAL_BYTES
 from logtool.checks.engine import Report
@@ -22,10 +22,6 @@ from logtool.render.progress import progress
 from logtool.render.repair import undo_lines
 from logtool.render.text import console, glued, render_verify
 
-# What `index verify` reports besides the index group: index files without a log, and what stops reading.
-_ALSO_INDEX_VERIFY = {"ORPHAN_INDEX", "UNREADABLE", "NOT_KAFKA", "FILE_SHRANK_WHILE_READ"}
-
-
 @click.group("index", short_help="Check indexes against their logs; rebuild wrong ones.", epilog=epilog([
     ("logtool index verify /var/lib/kafka/data", "every index of a log dir against its log"),
     ("logtool index rebuild --apply --quarantine /var/tmp/q orders-0", "rewrite the wrong ones (broker stopped)"),
@@ -36,7 +32,7 @@ def group() -> None:
 
 
 def _only_index_findings(report: Report) -> Report:
-    keep = lambda fs: [f for f in fs if f.kind.group is Group.INDEX or f.name in _ALSO_INDEX_VERIFY]  # noqa: E731
+    keep = lambda fs: [f for f in fs if f.kind.index_scope]  # noqa: E731
     parts = [replace(p, findings=keep(p.findings), segments=[replace(s, findings=keep(s.findings)) for s in p.segments])
              for p in report.partitions]
     dirs = [replace(d, findings=keep(d.findings)) for d in report.log_dirs]

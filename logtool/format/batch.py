@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from logtool.format import Bytes
 from logtool.format.crc import crc32, crc32c
+from logtool.findings import BAD_LENGTH, BATCH_TOO_SMALL, GARBAGE, IMPOSSIBLE_LENGTH, SHORT_TAIL, TORN_BATCH, ZERO_TAIL
 
 LOG_OVERHEAD = 12  # offset int64 + length int32
 _OFFSET_LENGTH = struct.Struct(">qi")
@@ -168,26 +169,26 @@ def read_entry(buf: Bytes, pos: int, end: int) -> BatchView | FrameStop | None:
     if remaining <= HEADER_SIZE_UP_TO_MAGIC:
         # Kafka's iterator stops silently here; recovery then truncates these bytes.
         if _all_zero(buf, pos, end):
-            return FrameStop(pos, "ZERO_TAIL", f"{remaining} zero bytes after the last batch")
-        return FrameStop(pos, "SHORT_TAIL", f"{remaining} bytes after the last batch, too few for a batch header")
+            return FrameStop(pos, ZERO_TAIL.name, f"{remaining} zero bytes after the last batch")
+        return FrameStop(pos, SHORT_TAIL.name, f"{remaining} bytes after the last batch, too few for a batch header")
     offset, length, word12, magic = _ENTRY_HEAD.unpack_from(buf, pos)
     if magic > 127:
         magic -= 256
     if length < MIN_ENTRY_LENGTH:
         if _all_zero(buf, pos, end):
-            return FrameStop(pos, "ZERO_TAIL", f"{remaining} zero bytes after the last batch (preallocated or "
-                                               "zero-filled)")
-        return FrameStop(pos, "BAD_LENGTH", f"record size {length} is smaller than the minimum record overhead (14)")
+            return FrameStop(pos, ZERO_TAIL.name, f"{remaining} zero bytes after the last batch (preallocated or "
+                                                  "zero-filled)")
+        return FrameStop(pos, BAD_LENGTH.name, f"record size {length} is smaller than the minimum record overhead (14)")
     entry_end = pos + LOG_OVERHEAD + length
     if entry_end > end:
         if entry_end > MAX_SEGMENT_BYTES:
-            return FrameStop(pos, "IMPOSSIBLE_LENGTH",
+            return FrameStop(pos, IMPOSSIBLE_LENGTH.name,
                              f"length field {length} would end the batch at byte {entry_end}, beyond any segment's 2 "
                              "GiB limit")
         if magic not in (0, 1, 2):
-            return FrameStop(pos, "GARBAGE", f"{remaining} bytes that do not start a batch (magic {magic}, length "
-                                             f"{length})")
-        return FrameStop(pos, "TORN_BATCH",
+            return FrameStop(pos, GARBAGE.name, f"{remaining} bytes that do not start a batch (magic {magic}, length "
+                                                f"{length})")
+        return FrameStop(pos, TORN_BATCH.name,
                          f"batch declares {LOG_OVERHEAD + length} bytes but only {remaining} remain in the file")
     if magic >= 2:
         return _read_v2(buf, pos, offset, length, word12, magic, entry_end)
@@ -198,7 +199,7 @@ def _read_v2(buf: Bytes, pos: int, base_offset: int, length: int, leader_epoch: 
              entry_end: int) -> BatchView | FrameStop:
     size = LOG_OVERHEAD + length
     if size < V2_HEADER_SIZE:
-        return FrameStop(pos, "BATCH_TOO_SMALL",
+        return FrameStop(pos, BATCH_TOO_SMALL.name,
                          f"record batch of {size} bytes is smaller than the minimum batch overhead (61)")
     crc, attributes, last_delta, base_ts, max_ts, pid, epoch, seq, count = _V2_REST.unpack_from(buf, pos + 17)
     return BatchView(

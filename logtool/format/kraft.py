@@ -12,6 +12,7 @@ from functools import cache
 from logtool.format.messages import Message, MessageError
 from logtool.format.schemas import load
 from logtool.format.records import RecordError
+from logtool.findings import CONTROL_RECORD_INVALID
 
 @cache
 def _schemas() -> dict[int, Message]:
@@ -28,5 +29,5 @@ def control_value(type_id: int, value: bytes | None) -> dict[str, object] | None
         obj, _pos = schema.read(value or b"", 0)
     except MessageError as e:
         raise RecordError(f"control record value of type {type_id} cannot be read: {e.detail}",
-                          "CONTROL_RECORD_INVALID") from None
+                          CONTROL_RECORD_INVALID.name) from None
     return obj

@@ -15,6 +15,8 @@ from logtool.format.batch import LOG_OVERHEAD, V2_HEADER_SIZE, BatchView, legacy
 from logtool.format.codecs import CodecError, decompress
 from logtool.format.crc import crc32
 from logtool.format.varint import VarintError, read_varint, read_varlong
+from logtool.findings import (
+    CONTROL_RECORD_INVALID, LEGACY_WRAPPER_UNREADABLE, RECORDS_UNREADABLE, RECORD_COUNT_MISMATCH)
 
 CONTROL_TYPES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER", 4: "SNAPSHOT_FOOTER",
                  5: "KRAFT_VERSION", 6: "KRAFT_VOTERS"}
@@ -39,8 +41,8 @@ class RecordError(Exception):
 
 def _unreadable_kind(view: BatchView) -> str:
     if view.is_control:
-        return "CONTROL_RECORD_INVALID"
-    return "LEGACY_WRAPPER_UNREADABLE" if view.is_legacy else "RECORDS_UNREADABLE"
+        return CONTROL_RECORD_INVALID.name
+    return LEGACY_WRAPPER_UNREADABLE.name if view.is_legacy else RECORDS_UNREADABLE.name
 
 
 class Header(NamedTuple):
@@ -137,7 +139,7 @@ def _iter_v2(data: Bytes, view: BatchView) -> Iterator[Record]:  # noqa: C901
     try:
         for _ in range(count):
             if pos >= end:
-                raise RecordError("Incorrect declared batch size, premature EOF reached", "RECORD_COUNT_MISMATCH")
+                raise RecordError("Incorrect declared batch size, premature EOF reached", RECORD_COUNT_MISMATCH.name)
             b = data[pos]
             if b < 0x80:
                 length, pos = (b >> 1) ^ -(b & 1), pos + 1
@@ -186,7 +188,7 @@ def _iter_v2(data: Bytes, view: BatchView) -> Iterator[Record]:  # noqa: C901
     except (VarintError, IndexError):
         raise RecordError("Found invalid record structure") from None
     if pos < end:
-        raise RecordError("Incorrect declared batch size, records still remaining in file", "RECORD_COUNT_MISMATCH")
+        raise RecordError("Incorrect declared batch size, records still remaining in file", RECORD_COUNT_MISMATCH.name)
 
 
 def _read_headers(data: Bytes, pos: int, end: int, n: int) -> tuple[tuple[Header, ...], int]:
@@ -226,17 +228,17 @@ def parse_control(record: Record) -> ControlRecord:
     key = record.key or b""
     if len(key) < 4:
         raise RecordError("Invalid value size found for end control record key. Must have at least 4 bytes, but found "
-                          f"only {len(key)}", "CONTROL_RECORD_INVALID")
+                          f"only {len(key)}", CONTROL_RECORD_INVALID.name)
     version, type_id = _CONTROL_KEY.unpack_from(key)
     if version < 0:
         raise RecordError(f"Invalid version found for control record: {version}. May indicate data "
-                          "corruption", "CONTROL_RECORD_INVALID")
+                          "corruption", CONTROL_RECORD_INVALID.name)
     coordinator_epoch = None
     if type_id in (0, 1):
         value = record.value or b""
         if len(value) < 6:
             raise RecordError("Invalid value size found for end transaction marker. Must have at least 6 bytes, but "
-                              f"found only {len(value)}", "CONTROL_RECORD_INVALID")
+                              f"found only {len(value)}", CONTROL_RECORD_INVALID.name)
         _v, coordinator_epoch = _TXN_MARKER.unpack_from(value)
     return ControlRecord(type_id, version, coordinator_epoch)
 

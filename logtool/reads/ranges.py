@@ -15,7 +15,7 @@ from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from logtool.findings import Finding, finding
+from logtool.findings import CRC_MISMATCH, OFFSET_NOT_INCREASING, UNREADABLE, Finding, finding
 from logtool.format import Bytes, kernel
 from logtool.format.batch import LOG_OVERHEAD, BatchView, FrameStop, kafka_iterator_step
 from logtool.format.kraft import control_value
@@ -263,7 +263,7 @@ def read_range(part: Partition, p: RangePlan, stats: Stats, salvage: bool = Fals
 def _unreadable(part: Partition, seg: Segment, e: OSError) -> Unreadable:
     name = seg.log_path.name
     size = part.size_of(name)
-    return Unreadable(seg, finding("UNREADABLE", f"cannot read {name}: {e.strerror or e}", name, 0, seg.base_offset),
+    return Unreadable(seg, finding(UNREADABLE, f"cannot read {name}: {e.strerror or e}", name, 0, seg.base_offset),
                       size if size >= 0 else None)
 
 
@@ -310,7 +310,7 @@ class _SegmentRead:
             yield from self._start()
             if backwards is not None:
                 stats.damaged = True
-                yield Anomaly(seg, finding("OFFSET_NOT_INCREASING", backwards, seg.log_path.name,
+                yield Anomaly(seg, finding(OFFSET_NOT_INCREASING, backwards, seg.log_path.name,
                                            view.position, view.base_offset))
             if not (yield from _batch_events(seg, view, how)):
                 return True
@@ -333,7 +333,7 @@ class _SegmentRead:
         assert problem is not None  # the walk stopped
         yield Damage(seg, problem, walk.size - stop.position, step is None, isinstance(step, str))
         # Its framing holds, only its checksum fails (a flipped bit, most often).
-        bad = walk.stop_view if stop.reason == "CRC_MISMATCH" else None
+        bad = walk.stop_view if stop.reason == CRC_MISMATCH.name else None
         if bad is not None and how.salvage and _swallows_a_batch(seg, bad):
             bad = None  # its length is as damaged as the rest: salvage reads the batch inside it
         if not (how.salvage or (bad is not None and how.past_crc)):

@@ -17,7 +17,7 @@ from logtool.checks.engine import Report, plan_targets, segment_bytes
 from logtool.checks.logdir import LogDirReport, check_log_dir
 from logtool.checks.partition import PartitionReport, check_partition
 from logtool.checks.segment import SegmentReport
-from logtool.findings import Finding, Fix
+from logtool.findings import META_PROPERTIES_MISSING, TMP_LEFTOVER, Finding, Fix
 from logtool.format.batch import BatchView
 from logtool.format.meta import MetaError, leader_epochs, meta_properties_text, random_directory_id
 from logtool.reads.salvage import next_batch
@@ -237,7 +237,7 @@ def plan_partition(part: Partition, strict: bool, interval: int, excise: bool = 
     counter = RecordCounter()
     rep, fed = _check_for_plan(part, interval, counter)
     plan = PartitionPlan(part.path, excise=excise)
-    plan.unreadable = [f.message for f in rep.all_findings() if f.name == "UNREADABLE"]
+    plan.unreadable = [f.message for f in rep.all_findings() if f.kind.operational]
     segs = rep.segments
     if plan.unreadable or not segs:
         return plan
@@ -600,7 +600,7 @@ def _plan_meta_properties(result: RepairPlan, log_dirs: list[LogDirReport]) -> N
     """A log dir without meta.properties gets one where the other log dirs given leave exactly one answer:
     they agree on every field but directory.id (which is made new, as Kafka makes it); otherwise the plan
     says why not, and what formats it instead."""
-    missing = [ld for ld in log_dirs if any(f.name == "META_PROPERTIES_MISSING" for f in ld.findings)]
+    missing = [ld for ld in log_dirs if any(f.name == META_PROPERTIES_MISSING.name for f in ld.findings)]
     if not missing:
         return
     answers = {tuple((k, ld.meta.get(k)) for k in _SHARED_META) for ld in log_dirs if ld.meta}
@@ -631,7 +631,7 @@ def _plan_log_dir_entries(result: RepairPlan, ld: LogDirReport) -> None:
     broker refuses to start with it) goes to the quarantine; a checkpoint's .tmp leftover goes too."""
     log_dir = Path(ld.path).resolve()
     moved = [f.file for f in ld.findings if f.kind.fix is Fix.MOVE_OUT and f.file]
-    leftovers = [f.file for f in ld.findings if f.name == "TMP_LEFTOVER" and f.file]
+    leftovers = [f.file for f in ld.findings if f.name == TMP_LEFTOVER.name and f.file]
     if moved:
         result.log_dir_actions.append((log_dir, Action(
             ActionKind.MOVE_DIR, moved, detail="the broker refuses to start with a directory that is not a partition "

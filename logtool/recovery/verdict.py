@@ -14,13 +14,13 @@ from pathlib import Path
 
 from logtool.checks.engine import Report
 from logtool.checks.partition import PartitionReport
-from logtool.findings import AtStart, Finding
+from logtool.findings import CLEAN_SHUTDOWN_WITH_DAMAGE, RECOVERY_SKIPS_DAMAGE, UNREADABLE, AtStart, Finding
 from logtool.recovery.truncate_plan import ActionKind, PartitionPlan, plan_partition
 from logtool.rules.expected_index import DEFAULT_INDEX_INTERVAL_BYTES
 from logtool.store.partition import Partition
 
 # Kinds the broker starts with but that leave a partition as it is instead of recovering it.
-_SKIPS_RECOVERY = ("CLEAN_SHUTDOWN_WITH_DAMAGE", "RECOVERY_SKIPS_DAMAGE")
+_SKIPS_RECOVERY = (CLEAN_SHUTDOWN_WITH_DAMAGE.name, RECOVERY_SKIPS_DAMAGE.name)
 _UNREADABLE = "a file of it cannot be read"
 
 
@@ -144,7 +144,7 @@ def judge(p: PartitionReport, directory: Path | None = None, unreachable: str | 
     findings = list(p.all_findings())
     judged = Judged(p.path, [Blocker(f, p.path, f.kind.at_start) for f in findings if f.kind.at_start is not None],
                     [f for f in findings if f.name in _SKIPS_RECOVERY])
-    if any(f.name == "UNREADABLE" for f in findings):  # a plan blind to a file would say nothing true
+    if any(f.name == UNREADABLE.name for f in findings):  # a plan blind to a file would say nothing true
         judged.not_worked_out = NotWorkedOut(p.path, _UNREADABLE)
     elif any(f.kind.cuts for f in findings):  # else recovery loses nothing here
         directory = directory or Path(p.path)

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from logtool.findings import Finding, Kind, Severity
+from logtool.findings import UNREADABLE, Finding, Kind, Severity
 from logtool.checks.engine import Report
 from logtool.render.jsonout import undecoded_escaped
 from logtool.render.table import Column, print_fitted
@@ -283,7 +283,7 @@ def render_inventory(report: Report) -> None:
         ])
     print_fitted(out, columns, rows)
     for p in report.partitions:  # what could not be read: the table counts it, only this names it
-        unread = [f for f in p.all_findings() if f.name == "UNREADABLE"]
+        unread = [f for f in p.all_findings() if f.name == UNREADABLE.name]
         if unread:
             out.print(f"[bold]{escape(glued(p.path))}[/]")
             for f in unread:

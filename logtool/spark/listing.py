@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from logtool.checks.engine import Report, Target, plan_targets
-from logtool.findings import finding
+from logtool.findings import NOT_AUDITED, finding
 from logtool.spark.hosts import Pin, executor_host, named, reader, same_host
 from logtool.spark.pieces import Piece
 from logtool.store.layout import FileKind, classify_file
@@ -60,7 +60,7 @@ def list_path(path: str, pin: Pin | None = None) -> Listing:
 def not_audited(path: str, asked: str, why: str) -> Listing:
     """A pinned PATH no executor on its host read: a finding row, an operational error."""
     report = Report(operational_error=True)
-    report.findings.append(finding("NOT_AUDITED", f"not audited: {why}", f"{asked}:{path}"))
+    report.findings.append(finding(NOT_AUDITED, f"not audited: {why}", f"{asked}:{path}"))
     return Listing(f"{asked}:{path}", asked, report)
 
 

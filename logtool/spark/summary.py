@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame
 
-from logtool.findings import Finding, Severity
+from logtool.findings import NOT_AUDITED, Finding, Severity
 from logtool.checks.engine import fsck_code
 from logtool.spark.divergence import shared_partitions
 from logtool.spark.rows import PARTITIONS
@@ -61,7 +61,7 @@ class Tally:
         host = c.item.pin.asked if c.item.pin else c.host
         broker = (row["cluster_id"], row["node_id"], host)
         self.broker_partitions[broker] += 1
-        self.count(c.report.all_findings(), any(f.name in ("UNREADABLE", "NOT_AUDITED") for f in c.report.findings),
+        self.count(c.report.all_findings(), any(f.kind.operational for f in c.report.findings),
                    host, topic, broker)
         damaged = row["bytes"] - row["valid_bytes"]
         if damaged:
@@ -80,7 +80,7 @@ class Tally:
         """Count findings (of their broker's host, their partition's topic (none for a log dir's or a PATH's
         own) and their broker, where known)."""
         for f in findings:
-            if f.name == "NOT_AUDITED":
+            if f.name == NOT_AUDITED.name:
                 self.not_audited[host] += 1
             severity = str(f.severity)
             self.by_code[(f.code, f.name, severity)] += 1

@@ -11,7 +11,7 @@ from logtool.checks.engine import check_target
 from logtool.checks.producers import DEFAULT_TRANSACTION_TIMEOUT_MS
 from logtool.spark.pieces import check_piece, finish_pieces
 from logtool.format.batch import BatchView
-from logtool.findings import finding
+from logtool.findings import NOT_AUDITED, finding
 from logtool.recovery.verdict import Judged
 from logtool.format import kernel
 from logtool.spark.hosts import executor_host, named, reader, same_host
@@ -96,7 +96,7 @@ def item_not_audited(item: Sized, why: str) -> Checked:
     name = parse_partition_dir(item.target.path.name)
     rep = PartitionReport(named(item.pin, str(item.target.path)), *((name.topic, name.partition, name.kind)
                                                                    if name else (None, None)))
-    rep.findings.append(finding("NOT_AUDITED", f"not audited: {why}", rep.path))
+    rep.findings.append(finding(NOT_AUDITED, f"not audited: {why}", rep.path))
     return Checked(item, item.pin.asked if item.pin else "-", rep, 0.0)
 
 

@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeGuard
 
-from logtool.findings import Finding, finding
+from logtool.findings import (
+    BAD_TXN_MARKER, CRC_MISMATCH, FILE_SHRANK_WHILE_READ, GARBAGE, PREALLOCATED_TAIL, RECOVERY_FAILS, SHORT_TAIL,
+    TORN_BATCH, ZERO_TAIL, Finding, finding)
 from logtool.format import Bytes, kernel
 from logtool.format.batch import MAX_SEGMENT_BYTES, BatchView, FrameStop, read_entry
 from logtool.format.records import RecordError, first_control, first_legacy_offset
@@ -40,7 +42,7 @@ MOST_VIEWS = 4096
 MAPPED_AT_MOST = MAX_SEGMENT_BYTES
 # Stops whose reason rests on the bytes up to the end of the file (zeros to the end, too few bytes left, a
 # batch longer than what is left).
-_STOPS_AT_END = {"ZERO_TAIL", "SHORT_TAIL", "TORN_BATCH", "GARBAGE"}
+_STOPS_AT_END = {ZERO_TAIL.name, SHORT_TAIL.name, TORN_BATCH.name, GARBAGE.name}
 
 
 def _rests_on_the_end(entry: BatchView | FrameStop | None) -> TypeGuard[FrameStop | None]:
@@ -102,11 +104,11 @@ class WalkOutcome:
         if stop is None:
             return None
         if self.shrunk_at is not None:
-            return finding("FILE_SHRANK_WHILE_READ", f"the file was cut short while it was read: it ended before byte "
-                                                     f"{self.shrunk_at + mmap.PAGESIZE}, so reading stopped at byte "
-                                                     f"{stop.position} of {self.size}", file, stop.position)
+            return finding(FILE_SHRANK_WHILE_READ, f"the file was cut short while it was read: it ended before byte "
+                                                   f"{self.shrunk_at + mmap.PAGESIZE}, so reading stopped at byte "
+                                                   f"{stop.position} of {self.size}", file, stop.position)
         # Zeros at the end of the active segment are what preallocation (or a crash mid-write) leaves.
-        name = "PREALLOCATED_TAIL" if stop.reason == "ZERO_TAIL" and active else stop.reason
+        name = PREALLOCATED_TAIL.name if stop.reason == ZERO_TAIL.name and active else stop.reason
         offset = self.stop_view.base_offset if self.stop_view is not None else None
         after = "cannot be read (recovery leaves snapshot files as they are)" if snapshot else "are cut by recovery"
         return finding(name, f"{stop.detail}; the valid log ends at byte {stop.position}, "
@@ -251,7 +253,7 @@ class Segment:
             walk.stop = entry
             return None
         if entry.crc_stored != entry.crc_computed:
-            walk.stop = FrameStop(pos, "CRC_MISMATCH",
+            walk.stop = FrameStop(pos, CRC_MISMATCH.name,
                                   f"Record is corrupt (stored crc = {entry.crc_stored}, computed crc = "
                                   f"{entry.crc_computed})")
             walk.stop_view = entry
@@ -262,7 +264,7 @@ class Segment:
             problem = _marker_problem(buf, entry)
             if problem:
                 reason, fatal = problem
-                walk.stop = FrameStop(pos, "RECOVERY_FAILS" if fatal else "BAD_TXN_MARKER", reason)
+                walk.stop = FrameStop(pos, RECOVERY_FAILS.name if fatal else BAD_TXN_MARKER.name, reason)
                 walk.stop_view = entry
                 return None
         return entry
@@ -270,10 +272,10 @@ class Segment:
     def _stop_past_the_mapping(self, pos: int, stop: FrameStop | None) -> FrameStop:
         """Where a walk from `pos` reached the end of a mapping shorter than its file (`stop`: what it found
         there): zeros to the end of the file, or what it could not read (OSError)."""
-        zeros = stop is None or stop.reason == "ZERO_TAIL"  # from `pos` to the end of the mapping
+        zeros = stop is None or stop.reason == ZERO_TAIL.name  # from `pos` to the end of the mapping
         if zeros and zeros_from(self.log_path, self._size, self._file_size):
-            return FrameStop(pos, "ZERO_TAIL", f"{self._file_size - pos} zero bytes after the last batch "
-                                               f"(preallocated or zero-filled)")
+            return FrameStop(pos, ZERO_TAIL.name, f"{self._file_size - pos} zero bytes after the last batch "
+                                                  f"(preallocated or zero-filled)")
         code, why = ((errno.ENOMEM, "no room in the address space to map more of it: ulimit -v")
                      if self._size < MAPPED_AT_MOST else (errno.EFBIG, "no segment holds more"))
         raise OSError(code, f"read only its first {self._size} of {self._file_size} bytes ({why}), and the log goes "

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from logtool.store.mapping import GuardedMap, open_regular
+from logtool.findings import SIDE_FILE_TOO_LARGE, UNREADABLE
 
 
 @dataclass(slots=True, frozen=True)
@@ -21,7 +22,7 @@ class SideFile:
     @property
     def problem_kind(self) -> str:
         """The finding that reports why there are no bytes."""
-        return "SIDE_FILE_TOO_LARGE" if self.too_large else "UNREADABLE"
+        return SIDE_FILE_TOO_LARGE.name if self.too_large else UNREADABLE.name
 
     @property
     def exists(self) -> bool:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 from logtool import exitcodes
+from logtool.findings import UNREADABLE as CATALOG_UNREADABLE
 from logtool.format.kraft import control_value
 from logtool.format.messages import MessageError
 from logtool.format.metadata_records import NO_OP_BYTES, MetadataRecord, read_metadata_record
@@ -48,7 +49,7 @@ RECORD_UNREADABLE = "RECORD_UNREADABLE"  # it does not decode (its batch is whol
 SNAPSHOT_UNUSABLE = "SNAPSHOT_UNUSABLE"  # a snapshot that is not whole: passed over for an older one
 LOG_GAP = "LOG_GAP"  # offsets that neither a snapshot nor the log holds
 OFFSET_BACKWARDS = "OFFSET_BACKWARDS"  # a record at or below an offset already replayed
-UNREADABLE = "UNREADABLE"  # a segment the replay could not read (the catalog's name): the replay stops there
+UNREADABLE = CATALOG_UNREADABLE.name  # a segment the replay could not read (the catalog's name): the replay stops there
 
 
 class MetadataPathError(Exception):
