@@ -188,12 +188,13 @@ def test_a_pinned_worker_killed_during_the_checks_ends_the_job_and_names_what_it
     out = tmp_path / "out"
     victim = WORKERS[1]
     paths = [f"{WORKERS[0]}:{brokers[0]}", f"{victim}:{brokers[1]}", f"{victim}:{brokers[2]}"]
+    earlier = set((cluster.root / f"work-{victim}").glob("app-*"))
     proc = subprocess.Popen([str(LOGTOOL), "audit", "--master", cluster.url, *paths, "-o", str(out), "--format",
                              "json", "--task-bytes", "200000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, cwd="/")
     try:
         deadline = time.monotonic() + 300
-        while not _checking_on(cluster.root / f"work-{victim}"):
+        while not _checking_on(cluster.root / f"work-{victim}", earlier):
             assert proc.poll() is None and time.monotonic() < deadline, "the audit ended before a check ran there"
             time.sleep(0.2)
         os.killpg(cluster.procs[victim].pid, signal.SIGKILL)  # the worker and its executor, without a word
@@ -222,12 +223,13 @@ def test_a_worker_killed_during_the_checks_changes_nothing(cluster, brokers, loc
     worker: the result is verify's, row for row."""
     out = tmp_path / "out"
     paths = [*brokers, *shared_paths()]
+    victim = WORKERS[1]
+    earlier = set((cluster.root / f"work-{victim}").glob("app-*"))
     proc = subprocess.Popen([str(LOGTOOL), "audit", "--master", cluster.url, *map(str, paths), "-o", str(out),
                              "--format", "json", "--task-bytes", "4000000"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd="/")
-    victim = WORKERS[1]
     deadline = time.monotonic() + 300
-    while not _checking_on(cluster.root / f"work-{victim}"):  # a check task (stage 2 or later) has started there
+    while not _checking_on(cluster.root / f"work-{victim}", earlier):  # a check task has started there
         assert proc.poll() is None and time.monotonic() < deadline, "the audit ended before a check ran on " + victim
         time.sleep(0.2)
     _stop(cluster.procs[victim])
@@ -245,8 +247,10 @@ def test_a_worker_killed_during_the_checks_changes_nothing(cluster, brokers, loc
     assert {r.scope for r in rows if r.name == "META_PROPERTIES_MISMATCH"} <= {"log_dir"}
 
 
-def _checking_on(work: Path) -> bool:
-    apps = sorted(work.glob("app-*"))
+def _checking_on(work: Path, earlier: set[Path] = frozenset()) -> bool:
+    """Whether a check task (stage 2 or later) has started in the newest application's executor there; the
+    applications of `earlier` tests left their logs in the same work dir and are not this one."""
+    apps = sorted(set(work.glob("app-*")) - earlier)
     logs = list(apps[-1].glob("*/stderr")) if apps else []
     return any(re.search(r"Running task \S+ in stage ([2-9]|\d\d)", p.read_text(errors="replace")) for p in logs)
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import partial, reduce
 from pathlib import Path
 
-from pyspark import Accumulator, Broadcast, SparkContext
+from pyspark import Accumulator, Broadcast, SparkContext, StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.util import InheritableThread
@@ -221,12 +221,16 @@ def _check(spark: SparkSession, units: list[Unit], settings: Settings, dirs: Bro
     sc = spark.sparkContext
     rounds: list[DataFrame] = []
     pending, stalled = units, 0
+    # A pinned item's rows cannot be computed again anywhere but on its host: kept on two executors, so that
+    # the loss of one (its host gone) costs no row already checked there (Spark would run the task again,
+    # off the dead host, where it reads nothing).
+    keep = StorageLevel.MEMORY_AND_DISK_2 if any(u.host for u in units) else StorageLevel.MEMORY_AND_DISK
     while pending:
         # Units pinned to a host (HOST:PATH) go where their host is; the others anywhere.
         tasks = located(sc, [(u, u.host) for u in pending]) if any(u.host for u in pending) else \
             sc.parallelize(pending, max(1, len(pending)))
         checked = spark.createDataFrame(tasks.flatMap(partial(unit_rows, settings, dirs, checked_items)),
-                                        TAGGED).cache()
+                                        TAGGED).persist(keep)
         rounds.append(checked)
         back = [blob(r) for r in _kind(checked, MISPLACED).select("blob").collect()]  # runs the round
         stalled = progress_made(sum(len(u.items) for u in pending), len(back), stalled)
@@ -241,7 +245,7 @@ def _check(spark: SparkSession, units: list[Unit], settings: Settings, dirs: Bro
         return [*rounds, checked]
     joined = (_kind(checked, PIECE).select("blob").rdd.map(blob).keyBy(partition_path).groupByKey().values()
               .mapPartitions(partial(merged_rows, settings, dirs)))
-    whole = checked.filter(checked.kind != PIECE).unionByName(spark.createDataFrame(joined, TAGGED)).cache()
+    whole = checked.filter(checked.kind != PIECE).unionByName(spark.createDataFrame(joined, TAGGED)).persist(keep)
     return [*rounds, whole]
 
 
