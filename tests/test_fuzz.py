@@ -192,7 +192,7 @@ def test_harness_sees_an_internal_error_of_the_cli(tmp_path, warm, monkeypatch):
     def broken(*a, **k):
         raise KeyError("a bug in a check")
 
-    monkeypatch.setattr(scan, "checked", broken)
+    monkeypatch.setattr(scan, "check_with_progress", broken)
     v = _one(tmp_path, "scan")
     assert "traceback" in v.defects, (v.defects, v.symptom)
     assert "KeyError" in v.symptom
