@@ -28,9 +28,16 @@ LogDirs: TypeAlias = "Broadcast[dict[str, LogDirReport]]"
 def unit_rows(settings: Settings, log_dirs: LogDirs, checked: "Accumulator[int]", unit: Unit) -> Iterator[tuple]:
     """The tagged rows (schema `rows.TAGGED`) of one unit's partitions; a piece's outcome as it is; an item
     that ran off its host, to pin again. `checked` counts the items checked (the driver's progress)."""
-    outcomes = list(check_unit(settings, unit))
-    yield from checked_rows(log_dirs.value, outcomes)
-    checked.add(sum(1 for c in outcomes if not isinstance(c, Sized)))
+    done = 0
+
+    def counted(outcomes: Iterable[Checked | Sized]) -> Iterator[Checked | Sized]:
+        nonlocal done
+        for c in outcomes:  # streamed: a task's reports are not all held at once
+            done += not isinstance(c, Sized)
+            yield c
+
+    yield from checked_rows(log_dirs.value, counted(check_unit(settings, unit)))
+    checked.add(done)
 
 
 def checked_rows(log_dirs: dict[str, LogDirReport], outcomes: Iterable[Checked | Sized]) -> Iterator[tuple]:

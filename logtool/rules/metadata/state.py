@@ -113,6 +113,15 @@ class TopicState:
         self.partitions: dict[int, PartitionState] = {}
 
 
+def _feature_map(features: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
+    """A registration's supported features: name -> (min, max) version."""
+    return {f["name"]: (f["minSupportedVersion"], f["maxSupportedVersion"]) for f in features}
+
+
+def _features(features: dict[str, tuple[int, int]]) -> dict[str, dict[str, int]]:
+    return {n: {"min": lo, "max": hi} for n, (lo, hi) in sorted(features.items())}
+
+
 class BrokerState:
     """A broker's registration (BrokerRegistration)."""
 
@@ -124,7 +133,7 @@ class BrokerState:
         self.epoch: int = data["brokerEpoch"]
         self.incarnation_id: str = data["incarnationId"]
         self.endpoints = _endpoint_map(data["endPoints"])
-        self.features = {f["name"]: (f["minSupportedVersion"], f["maxSupportedVersion"]) for f in data["features"]}
+        self.features = _feature_map(data["features"])
         self.rack: str | None = data["rack"]
         self.fenced: bool = data["fenced"]
         self.in_controlled_shutdown: bool = data.get("inControlledShutdown", False)
@@ -137,7 +146,7 @@ class BrokerState:
                 "fenced": self.fenced, "in_controlled_shutdown": self.in_controlled_shutdown,
                 "endpoints": _endpoints(self.endpoints), "rack": self.rack, "log_dirs": list(self.log_dirs),
                 "migrating_zk_broker": self.migrating_zk_broker,
-                "features": {n: {"min": lo, "max": hi} for n, (lo, hi) in sorted(self.features.items())},
+                "features": _features(self.features),
                 "changed": self.at.to_dict()}
 
 
@@ -151,13 +160,13 @@ class ControllerState:
         self.incarnation_id: str = data["incarnationId"]
         self.zk_migration_ready: bool = data["zkMigrationReady"]
         self.endpoints = _endpoint_map(data["endPoints"])
-        self.features = {f["name"]: (f["minSupportedVersion"], f["maxSupportedVersion"]) for f in data["features"]}
+        self.features = _feature_map(data["features"])
         self.at = at
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "incarnation_id": self.incarnation_id, "zk_migration_ready": self.zk_migration_ready,
                 "endpoints": _endpoints(self.endpoints),
-                "features": {n: {"min": lo, "max": hi} for n, (lo, hi) in sorted(self.features.items())},
+                "features": _features(self.features),
                 "changed": self.at.to_dict()}
 
 
