@@ -1,13 +1,11 @@
 """Run every check over the PATHs a user gives: the shared engine of `scan`, `verify` and `audit`."""
 from __future__ import annotations
 
-import os
-
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from logtool.findings import NOT_KAFKA, UNREADABLE, Finding, Severity, finding
+from logtool.findings import Finding, Severity
 from logtool.checks.checkpoints import check_partition_checkpoints
 from logtool.checks.logdir import LogDirReport, check_log_dir
 from logtool.checks.logdir_set import check_log_dir_set
@@ -16,7 +14,8 @@ from logtool.checks.producers import DEFAULT_TRANSACTION_TIMEOUT_MS
 from logtool.store.segment import Lens
 from logtool.checks.shutdown import check_clean_shutdown
 from logtool.store.pacing import ReadPolicy
-from logtool.store.layout import PathKind, classify_path, is_records_file, parse_partition_dir, real_name
+from logtool.store.discover import Found, Target, cannot_read, discover
+from logtool.store.layout import parse_partition_dir, real_name
 from logtool.store.partition import Partition
 from logtool import exitcodes
 
@@ -57,49 +56,40 @@ class Report:
         return {"log_dirs": [d.to_dict() for d in self.log_dirs], "partitions": [p.to_dict() for p in self.partitions],
                 "findings": [f.to_dict() for f in self.findings], "summary": self.summary()}
 
+    def rows(self) -> Iterator[dict]:
+        """A row per log dir, per path that could not be read (an error row) and per partition."""
+        yield from ({"type": "log_dir", **d.to_dict()} for d in self.log_dirs)
+        yield from ({"type": "error", "error": "operational", "message": f"{f.file}: {f.message}",
+                     "finding": f.to_dict()} for f in self.findings)
+        yield from ({"type": "partition", **p.to_dict()} for p in self.partitions)
 
-@dataclass(slots=True, frozen=True)
-class Target:
-    """One unit of work: a partition dir, or a single segment file."""
-
-    path: Path
-    single_file: bool = False
-
-
-def plan_targets(paths: list[Path], report: Report) -> list[Target]:
-    """Resolve PATHs into partition targets, recording log-dir reports and path problems in `report`."""
-    targets: list[Target] = []
-    for path in paths:
-        try:
-            kind = classify_path(path)
-            if kind == PathKind.LOG_DIR:
-                ld = check_log_dir(path)
-                report.log_dirs.append(ld)
-                targets += [Target(p) for p in ld.partition_dirs]
-            elif kind == PathKind.PARTITION_DIR:
-                targets.append(Target(path))
-            elif kind == PathKind.SEGMENT_FILE or (is_records_file(path.name) and path.is_file()):
-                targets.append(Target(path, single_file=True))  # a .log, or a KRaft snapshot
-            else:
-                # Nothing here can be checked: an operational error, like an unreadable path.
-                report.operational_error = True
-                report.findings.append(finding(NOT_KAFKA, "not a Kafka log dir, partition dir or .log file",
-                                               str(path)))
-        except OSError as e:
-            report.operational_error = True
-            report.findings.append(finding(UNREADABLE, f"cannot be read: {e.strerror or e}", str(path)))
-    return targets
+    def stderr_lines(self) -> list[str]:
+        """What stopped a PATH from being read at all."""
+        return [f"logtool: {f.file}: {f.message}" for f in self.findings]
 
 
 def unreadable(target: Target, e: OSError) -> Finding:
-    return finding(UNREADABLE, f"cannot be read: {e.strerror or e}", str(target.path))
+    return cannot_read(target.path, e)
+
+
+def found_report(found: Found) -> Report:
+    """The report a check of what was found starts from: the path findings, and each log dir's own files
+    checked (a log dir gone unreadable since it was listed is a path finding too)."""
+    report = Report(findings=list(found.findings), operational_error=bool(found.findings))
+    for path in found.log_dirs:
+        try:
+            report.log_dirs.append(check_log_dir(path))
+        except OSError as e:
+            report.operational_error = True
+            report.findings.append(cannot_read(path, e))
+    return report
 
 
 def open_target(target: Target, reading: ReadPolicy | None = None) -> Partition | PartitionReport:
     """The target's partition, its segments read under `reading`; or, when it cannot be listed, the report
     that says so (named by its directory as the broker names it, so that checkpoint entries still find it)."""
     try:
-        part = Partition.from_segment_file(target.path) if target.single_file else Partition.from_dir(target.path)
+        part = target.partition()
     except OSError as e:
         name = None if target.single_file else parse_partition_dir(real_name(target.path))
         rep = PartitionReport(str(target.path), *((name.topic, name.partition, name.kind) if name else (None, None)))
@@ -120,36 +110,16 @@ def check_target(target: Target, deep: bool, reading: ReadPolicy | None = None, 
         part.close()
 
 
-def segment_bytes(target: Target) -> int:
-    """The bytes of the target's .log files, as listed now (0 for what cannot be listed): what a walk of
-    it reads, for a progress display."""
-    paths: list[os.PathLike[str]]
-    if target.single_file:
-        paths = [target.path]
-    else:
-        try:
-            paths = [e for e in os.scandir(target.path) if e.name.endswith(".log")]
-        except OSError:
-            return 0
-    total = 0
-    for p in paths:
-        try:
-            total += os.stat(p, follow_symlinks=False).st_size
-        except OSError:
-            pass
-    return total
-
-
 def run_checks(paths: list[Path], deep: bool, bytes_known: Callable[[int], None] | None = None,
                reading: ReadPolicy | None = None,
                transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS) -> Report:
     """Every check over PATHs; `bytes_known` is told how many segment bytes the walk will read."""
-    report = Report()
-    targets = plan_targets(paths, report)
+    found = discover(paths)
+    report = found_report(found)
     check_log_dir_set(report.log_dirs)
     if bytes_known:
-        bytes_known(sum(map(segment_bytes, targets)))
-    for t in targets:
+        bytes_known(sum(t.segment_bytes() for t in found.targets))
+    for t in found.targets:
         rep = check_target(t, deep, reading, transaction_timeout_ms=transaction_timeout_ms)
         if any(f.kind.operational for f in rep.all_findings()):
             report.operational_error = True

@@ -12,8 +12,7 @@ import click
 from logtool.reads import decoders, file_dump, internal_topics
 from logtool.commands.failure import Failure
 from logtool.commands.options import PATH, parse_time
-from logtool.store.layout import PathKind, classify_path, is_records_file, parse_partition_dir
-from logtool.store.partition import NotAPartition, Partition, open_partition
+from logtool.store.discover import Target, TargetKind, discover
 from logtool.commands.options import TIME_FORMS, epilog, format_option
 from logtool.render.jsonout import emit_jsonl
 from logtool.render.progress import progress
@@ -101,10 +100,14 @@ def command(paths: tuple[Path, ...], from_offset: int | None, to_offset: int | N
         raise click.UsageError("the range ends before it starts")
     ranged = [o for o, v in (("--from-offset", from_offset), ("--to-offset", to_offset), ("--from-time", from_time),
                              ("--to-time", to_time), ("--salvage", salvage)) if v]
-    targets = [t for path in paths for t in _targets(path)]
-    side = [t for t in targets if file_dump.dumpable(t) and not t.is_dir()]
+    found = discover(list(paths), entry_files=True)
+    if (refused := found.refusal()) is not None:
+        raise Failure(refused)
+    targets = found.targets
+    side = [t for t in targets if t.kind is TargetKind.ENTRY_FILE]
     if ranged and side:
-        raise click.UsageError(f"{', '.join(ranged)} applies to .log files and partition dirs, not to {side[0].name}")
+        raise click.UsageError(f"{', '.join(ranged)} applies to .log files and partition dirs, not to "
+                               f"{side[0].path.name}")
     ask = _Ask(from_offset, to_offset, start_ms, end_ms, max_records, batches_only,
                print_data or key_decoder is not None or value_decoder is not None or record_decoder != "plain",
                key, value, record_decoder, salvage, fmt)
@@ -114,8 +117,8 @@ def command(paths: tuple[Path, ...], from_offset: int | None, to_offset: int | N
     for t in targets:
         if open_line:  # the text before ended inside a line, where Kafka's tool throws: this starts its own
             out.write("\n")
-        if t in side:
-            codes.append(_dump_file(t, fmt, index_mode, out))
+        if t.kind is TargetKind.ENTRY_FILE:
+            codes.append(_dump_file(t.path, fmt, index_mode, out))
         else:
             rc, open_line = _dump_records(t, ask, out)
             codes.append(rc)
@@ -142,16 +145,6 @@ class _Ask:
     fmt: str
 
 
-def _targets(path: Path) -> list[Path]:
-    """What one PATH names for dump: itself, or a log dir's partition dirs, in name order."""
-    try:
-        if path.is_dir() and classify_path(path) is PathKind.LOG_DIR:
-            return sorted(p for p in path.iterdir() if p.is_dir() and parse_partition_dir(p.name) is not None)
-    except OSError as e:
-        raise Failure(f"{path}: {e.strerror or e}") from None
-    return [path]
-
-
 def _whole(path: Path, ask: _Ask) -> internal_topics.RecordDecoder | None:
     """The decoder of whole records the command line asks for this PATH, None for the key and value's."""
     if ask.record_decoder == "auto":
@@ -168,17 +161,15 @@ def _stdout() -> TextIO:
     return out
 
 
-def _dump_records(path: Path, ask: _Ask, out: TextIO) -> tuple[int, bool]:
+def _dump_records(target: Target, ask: _Ask, out: TextIO) -> tuple[int, bool]:
     """The records of one partition dir, .log or KRaft snapshot, in the asked range and format; the exit code,
     and whether the text ends inside a line (dump_text.render)."""
     fmt, key, value, batches_only = ask.fmt, ask.key, ask.value, ask.batches_only
+    path = target.path
     whole = _whole(path, ask)
     try:
         # A KRaft snapshot is batches as a segment is, from offset 0 (kafka-dump-log reads it so too).
-        part = Partition.from_segment_file(path) if is_records_file(path.name) and path.is_file() else \
-            open_partition(path)
-    except NotAPartition as e:
-        raise Failure(str(e)) from None
+        part = target.partition()
     except OSError as e:
         raise Failure(f"{path}: {e.strerror or e}") from None
     stats = Stats()

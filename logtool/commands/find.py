@@ -11,7 +11,7 @@ from logtool.commands.options import PATH, TIME_FORMS, epilog, format_choice, pa
 from logtool.render.find import render_hit
 from logtool.render.jsonout import emit_json
 from logtool.render.progress import progress
-from logtool.store.partition import NotAPartition, open_partition
+from logtool.store.discover import NotAPartition, open_partition
 from logtool.store.seek import SeekError, seek_offset, seek_timestamp
 
 

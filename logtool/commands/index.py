@@ -1,26 +1,22 @@
 """`logtool index verify|rebuild`: check every index against its log; rebuild them as Kafka's recovery would."""
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import click
-from rich.markup import escape
 
 from logtool.findings import Severity
-from logtool.format.index import entries
 from logtool.rules.expected_index import DEFAULT_INDEX_INTERVAL_BYTES
 from logtool.checks.engine import Report
 from logtool.commands.repairing import command_line, finish_unfinished, writing
-from logtool.commands.options import PATH, epilog, fail_on_option, format_choice, format_option
-from logtool import exitcodes
+from logtool.commands.options import PATH, epilog, fail_on_option, format_choice, format_option, paths_argument
 from logtool.recovery import index_rebuild
-from logtool.commands.checking import check_with_progress, emit
-from logtool.render.jsonout import emit_json
+from logtool.commands.checking import check_with_progress
+from logtool.render.emit import emit
 from logtool.render.progress import progress
-from logtool.render.repair import undo_lines
-from logtool.render.text import console, glued, render_verify
+from logtool.render.repair import render_index_rebuild
+from logtool.render.text import render_verify
 
 @click.group("index", short_help="Check indexes against their logs; rebuild wrong ones.", epilog=epilog([
     ("logtool index verify /var/lib/kafka/data", "every index of a log dir against its log"),
@@ -43,16 +39,15 @@ def _only_index_findings(report: Report) -> Report:
     ("logtool index verify /var/lib/kafka/data", "every index of a log dir against its log"),
     ("logtool index verify --fail-on error orders-0", "exit 4 only for indexes the broker would not heal itself"),
 ], "4 here: an index finding at or above --fail-on."))
-@click.argument("paths", nargs=-1, type=PATH)
+@paths_argument
 @format_option
 @fail_on_option
 @click.option("--show-info", is_flag=True, help="also list info findings in text output")
-def verify_command(paths, fmt: str, fail_on: str, show_info: bool) -> int:
+def verify_command(paths, fmt: str, fail_on: Severity, show_info: bool) -> int:
     """Every .index, .timeindex and .txnindex against its log: Kafka's load-time sanity checks, then
     entry by entry."""
     report = _only_index_findings(check_with_progress("index verify", paths, deep=False))
-    return emit(report, fmt, lambda r: render_verify(r, show_info),
-                report.exit_code(Severity.ERROR if fail_on == "error" else Severity.WARNING))
+    return emit(report, fmt, lambda r: render_verify(r, show_info), fail_on)
 
 
 @group.command("rebuild", short_help="Rewrite wrong indexes as Kafka's recovery builds them.", epilog=epilog([
@@ -62,7 +57,7 @@ def verify_command(paths, fmt: str, fail_on: str, show_info: bool) -> int:
     ("logtool index rebuild --force --apply --quarantine /var/tmp/q orders-0",
      "rewrite every index that differs from recovery's, wrong or not"),
 ], "4 here: files are to be rewritten (a dry run); 1: they were."))
-@click.argument("paths", nargs=-1, type=PATH)
+@paths_argument
 @click.option("--apply", "do_apply", is_flag=True, help="write the rebuilt indexes (old files go to the quarantine)")
 @click.option("--quarantine", "--backup-dir", "quarantine", type=PATH,
               help="where replaced index files are kept (outside the log dir); required with --apply")
@@ -75,66 +70,17 @@ def rebuild_command(paths, do_apply: bool, quarantine: Path | None, index_interv
                     fmt: str) -> int:
     """Compute the indexes Kafka's recovery would build from each log's valid prefix, and show how the files
     a check finds wrong (or missing) differ from them; with --apply, replace those."""
-    if not paths:
-        raise click.UsageError("give at least one PATH (a log dir, partition dir or .log file)")
     if do_apply and quarantine is None:
         raise click.UsageError("--apply needs --quarantine DIR (outside the log dir): replaced files are kept there")
     keep_in = quarantine if do_apply else None  # (--apply comes with --quarantine: checked above)
     resumed = finish_unfinished(keep_in, list(paths)) if keep_in is not None else []
     with progress("index rebuild") as meter:
-        plans, problems = index_rebuild.plan_paths(list(paths), index_interval_bytes, force, meter.reading(None),
-                                                   meter.sizing)
-    for line in problems:
-        print(f"logtool: {line}", file=sys.stderr)
-    written = 0
-    if keep_in is not None and any(p.pending for p in plans):
+        outcome = index_rebuild.plan_paths(list(paths), index_interval_bytes, force, meter.reading(None),
+                                           meter.sizing)
+    outcome.applied, outcome.resumed = do_apply, len(resumed)
+    if keep_in is not None and outcome.pending:
         again = command_line("index", "rebuild", "--apply", "--quarantine", keep_in, "--index-interval-bytes",
                              index_interval_bytes, *["--force"] * force, *paths)
         with writing():
-            run_dir, written = index_rebuild.rebuild(plans, keep_in, again)
-        for line in undo_lines(run_dir, "replaced files"):
-            print(line, file=sys.stderr)
-    rc = _rebuild_exit_code(plans, problems, do_apply, written + len(resumed))
-    if fmt == "json":
-        emit_json({"partitions": [p.to_dict() for p in plans], "problems": problems, "applied": do_apply,
-                   "files_written": written, "exit_code": rc})
-    else:
-        _render(plans, do_apply)
-    return rc
-
-
-def _rebuild_exit_code(plans, problems: list[str], applied: bool, written: int) -> int:
-    if problems or any(p.unreadable for p in plans):
-        return exitcodes.OPERATIONAL
-    if any(p.overflow for p in plans):
-        return exitcodes.PROBLEMS  # a segment no index can describe stays a problem, repaired or not
-    if applied:
-        return exitcodes.REPAIRED if written else exitcodes.CLEAN
-    return exitcodes.PROBLEMS if any(p.pending for p in plans) else exitcodes.CLEAN
-
-
-def _render(plans, applied: bool) -> None:
-    out = console()
-    for p in plans:
-        pending = p.pending
-        partition = escape(glued(str(p.partition)))
-        if pending:
-            out.print(f"[bold]{partition}[/]: {'rewrote' if applied else 'would rewrite'} {len(pending)} of "
-                      f"{len(p.changes)} index files")
-        elif p.changes:
-            out.print(f"[bold]{partition}[/]: all {len(p.changes)} index files match the log")
-        else:
-            out.print(f"[bold]{partition}[/]: no index file to rewrite")
-        for c in pending:
-            d = c.to_dict()
-            old = "missing" if d["old_entries"] is None else f"{entries(d['old_entries'])} ({d['old_size']} bytes)"
-            new = f"{entries(d['new_entries'])} ({d['new_size']} bytes)"
-            out.print(f"  {escape(Path(d['file']).name)}: {old} -> {new}")
-        for name in p.valid_prefix_short:
-            out.print(f"  [yellow]{name}[/]: indexed up to the end of its valid prefix; "
-                      "the damaged tail is not indexed")
-        for line in p.unreadable:
-            out.print(f"  [red]{line}[/]: left as it is")
-        for name in p.overflow:
-            out.print(f"  [red]{name}[/]: holds offsets more than 2^31-1 past its base (LT112 OFFSET_OVERFLOW), "
-                      "which no index can hold; Kafka splits such a segment at load: its indexes are left as they are")
+            outcome.run, outcome.written = index_rebuild.rebuild(outcome.plans, keep_in, again)
+    return emit(outcome, fmt, render_index_rebuild)

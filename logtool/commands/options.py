@@ -8,10 +8,22 @@ from pathlib import Path
 
 import click
 
+from logtool.findings import Severity
+
 # A path argument or option. Not `readable`: click would refuse a path it may not read as a usage error (16);
 # the command tries it and reports what it cannot read as any other unreadable file, an operational error (8).
 PATH = click.Path(path_type=Path, readable=False)
-paths_argument = click.argument("paths", nargs=-1, required=True, type=PATH)
+
+
+def _some(_ctx: click.Context, _param: click.Parameter, paths: tuple[Path, ...]) -> tuple[Path, ...]:
+    if not paths:
+        raise click.UsageError("give at least one PATH (a log dir, partition dir or .log file)")
+    return paths
+
+
+# The PATHs a command works on: one or more. Not click's `required`, whose error names no kind of path; and
+# checked after the eager options, so that `verify --explain CODE` needs none.
+paths_argument = click.argument("paths", nargs=-1, type=PATH, callback=_some, metavar="PATHS...")
 
 
 def format_choice(*formats: str, what: str = "text for people, json for machines (one document)"):
@@ -38,7 +50,8 @@ def epilog(examples: list[tuple[str, str]], exit_note: str = "") -> str:
     return "\n".join(lines) + f"\n\nExit codes: {EXIT_CODES}" + (f" {exit_note}" if exit_note else "")
 deep_option = click.option("--deep", is_flag=True, help="also decompress and check every record")
 fail_on_option = click.option("--fail-on", type=click.Choice(["warning", "error"]), default="warning",
-                              show_default=True, help="the least severity that makes the exit code 4")
+                              show_default=True, callback=lambda _ctx, _param, value: Severity[value.upper()],
+                              help="the least severity that makes the exit code 4")
 max_read_rate_option = click.option(
     "--max-read-rate", type=click.FloatRange(min=0, min_open=True), metavar="MB/s",
     help="read segments at most this fast (MB = 10^6 bytes), to share the disk with a live broker")

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import click
 
-from logtool.commands.options import PATH, epilog, format_option
-from logtool.commands.checking import check_with_progress, emit
+from logtool.commands.options import epilog, format_option, paths_argument
+from logtool.commands.checking import check_with_progress
+from logtool.render.emit import emit
 from logtool.render.text import render_inventory
 
 
@@ -13,11 +14,10 @@ from logtool.render.text import render_inventory
     ("logtool scan /var/lib/kafka/data/orders-0 --format json | jq '.partitions[].segments[].file'",
      "the segments of one partition, for a script"),
 ], "4 here: a partition is damaged or has warnings, as verify would say."))
-@click.argument("paths", nargs=-1, type=PATH)
+@paths_argument
 @format_option
 def command(paths, fmt: str) -> int:
     """Inventory of log dirs, partition dirs or .log files: partitions, segments, offsets, timestamps,
     formats, indexes and log-dir files, with each batch's CRC checked on the way (as verify does without
     --deep)."""
-    report = check_with_progress("scan", paths, deep=False)
-    return emit(report, fmt, render_inventory, report.exit_code())
+    return emit(check_with_progress("scan", paths, deep=False), fmt, render_inventory)

@@ -1,19 +1,18 @@
 """`logtool truncate`: repair a damaged log dir the way Kafka's recovery would, previewed, reversible."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
-from logtool import exitcodes
 from logtool.commands.repairing import command_line, finish_unfinished, writing
 from logtool.commands.options import PATH, epilog, format_choice, paths_argument
 from logtool.recovery import truncate
-from logtool.recovery.truncate_plan import plan_repair
-from logtool.render.jsonout import emit_json, undecoded_escaped
+from logtool.recovery.truncate import Truncated
+from logtool.recovery.truncate_plan import RepairPlan, plan_repair
+from logtool.render.emit import emit
 from logtool.render.progress import progress
-from logtool.render.repair import render_plan, undo_lines
+from logtool.render.repair import render_repair
 from logtool.rules.expected_index import DEFAULT_INDEX_INTERVAL_BYTES
 
 DEFAULT_QUARANTINE = Path("logtool-quarantine")
@@ -53,31 +52,12 @@ def command(paths, do_apply: bool, quarantine: Path, strict: bool, excise: bool,
 
     Without --apply it prints the plan and changes nothing. Refuses while a broker holds a log dir's
     .lock. If a run was interrupted, --apply again finishes it from its journal."""
-    resumed = finish_unfinished(quarantine, list(paths)) if do_apply else []
+    done = Truncated(RepairPlan(), resumed=finish_unfinished(quarantine, list(paths)) if do_apply else [])
     with progress("planning the repair") as meter:
-        plan = plan_repair(list(paths), strict, index_interval_bytes, excise, meter.reading(None), meter.sizing)
-    for line in plan.problems:
-        print(undecoded_escaped(f"logtool: {line}"), file=sys.stderr)
-    applied = None
-    if do_apply and plan.has_changes:
+        done.plan = plan_repair(list(paths), strict, index_interval_bytes, excise, meter.reading(None), meter.sizing)
+    if do_apply and done.plan.has_changes:
         options = ["--strict"] * strict + ["--excise"] * excise + ["--index-interval-bytes", index_interval_bytes]
         again = command_line("truncate", "--apply", "--quarantine", quarantine, *options, *paths)
         with writing():
-            applied = truncate.apply_plan(plan, quarantine, again)
-    if plan.problems:
-        rc = exitcodes.OPERATIONAL
-    elif applied or resumed:
-        rc = exitcodes.REPAIRED
-    else:
-        rc = exitcodes.PROBLEMS if plan.has_changes else exitcodes.CLEAN
-    try:
-        if fmt == "json":
-            emit_json({**plan.to_dict(), "applied": applied is not None, "run": str(applied.run) if applied else None,
-                       "exit_code": rc})
-        else:
-            render_plan(plan, applied is not None)
-    finally:  # the repair is made: its run is named even if stdout fails (a reader gone, `| head`)
-        for done in [*resumed, *([applied] if applied else [])]:
-            for line in undo_lines(done.run, "removed bytes"):
-                print(undecoded_escaped(line), file=sys.stderr)
-    return rc
+            done.applied = truncate.apply_plan(done.plan, quarantine, again)
+    return emit(done, fmt, render_repair)

@@ -4,11 +4,13 @@ from __future__ import annotations
 import click
 
 from logtool.findings import KINDS, Severity, lookup
-from logtool.commands.options import (PATH, deep_option, epilog, fail_on_option, format_option, max_read_rate_option,
-                                      spare_page_cache_option, transaction_timeout_option)
-from logtool.commands.checking import check_with_progress, emit
-from logtool.recovery.verdict import verdicts
-from logtool.render.text import render_kind, render_verify
+from logtool.commands.options import (deep_option, epilog, fail_on_option, format_option, max_read_rate_option,
+                                      paths_argument, spare_page_cache_option, transaction_timeout_option)
+from logtool.commands.checking import check_with_progress
+from logtool.recovery.verdict import verified
+from logtool.render.emit import emit
+from logtool.render.text import render_kind
+from logtool.render.verdict import render_verified
 from logtool.store.pacing import read_policy
 
 
@@ -33,7 +35,7 @@ def _explain(ctx: click.Context, _param, value: str | None) -> None:
      "beside a running broker: at most 50 MB/s, its page cache left as found"),
     ("logtool verify --explain LT101", "what a finding means and what to do about it"),
 ], "4 here: a finding at or above --fail-on."))
-@click.argument("paths", nargs=-1, type=PATH)
+@paths_argument
 @deep_option
 @format_option
 @fail_on_option
@@ -43,12 +45,11 @@ def _explain(ctx: click.Context, _param, value: str | None) -> None:
 @transaction_timeout_option
 @click.option("--explain", metavar="CODE", callback=_explain, expose_value=False, is_eager=True,
               help="print the meaning and remedy of a finding code or name (or 'all') and exit")
-def command(paths, deep: bool, fmt: str, fail_on: str, max_read_rate: float | None, spare_page_cache: bool,
+def command(paths, deep: bool, fmt: str, fail_on: Severity, max_read_rate: float | None, spare_page_cache: bool,
             show_info: bool, transaction_timeout_ms: int) -> int:
     """Check every CRC and invariant of log dirs, partition dirs or .log files, as Kafka's recovery and
     load-time checks would, and list what is wrong (each finding with its code; --explain CODE says what it
     means and what to do)."""
     report = check_with_progress("verify", paths, deep, reading=read_policy(max_read_rate, spare_page_cache),
-                     transaction_timeout_ms=transaction_timeout_ms)
-    return emit(report, fmt, lambda r: render_verify(r, show_info),
-                report.exit_code(Severity.ERROR if fail_on == "error" else Severity.WARNING), verdicts(report))
+                                 transaction_timeout_ms=transaction_timeout_ms)
+    return emit(verified(report), fmt, lambda v: render_verified(v, show_info), fail_on)

@@ -7,11 +7,17 @@ segment is read, as Kafka's recovery would keep it.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
+from logtool import exitcodes
+from logtool.findings import Finding, Severity
 from logtool.format import Bytes
 from logtool.format.batch import BatchView
 from logtool.format.records import RecordError, first_control
+from logtool.store.discover import cannot_read, discover
 from logtool.store.segment import WalkOutcome
 
 
@@ -108,3 +114,66 @@ def read_transactions(part) -> tuple[TxnTable, list[str]]:
             notes.append(f"{seg.log_path.name}: read up to byte {outcome.stop.position} of {seg.size}, where its valid "
                          f"prefix ends (`logtool verify` says why)")
     return table, notes
+
+
+@dataclass(slots=True)
+class TxnReport:
+    """`txn`'s result: a row per partition with its producers' transactions, and the paths that could not be
+    read."""
+
+    partitions: list[dict[str, Any]] = field(default_factory=list)
+    unread: list[Finding] = field(default_factory=list)
+
+    @property
+    def hanging(self) -> int:
+        return sum(1 for p in self.partitions for r in p["producers"] if r["hanging"])
+
+    def exit_code(self, fail_on: Severity = Severity.WARNING) -> int:
+        return exitcodes.OPERATIONAL if self.unread else exitcodes.PROBLEMS if self.hanging else exitcodes.CLEAN
+
+    def summary(self) -> dict[str, Any]:
+        producers = [r for p in self.partitions for r in p["producers"]]
+        return {"partitions": len(self.partitions), "producers": len(producers),
+                "committed": sum(r["committed"] for r in producers), "aborted": sum(r["aborted"] for r in producers),
+                "open": sum(1 for r in producers if r["open_since_offset"] is not None), "hanging": self.hanging}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"partitions": self.partitions, "summary": self.summary()}
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        return ({"type": "producer", "path": p["path"], "topic": p["topic"], "partition": p["partition"], **r}
+                for p in self.partitions for r in p["producers"])
+
+    def stderr_lines(self) -> list[str]:
+        return [f"logtool: {f.file}: {f.message}" for f in self.unread]
+
+
+def transactions_of(paths: list[Path], timeout_ms: int) -> TxnReport:
+    """Every producer's transactions in each partition the PATHs name; one open longer than `timeout_ms`
+    before its partition's last record is hanging."""
+    found = discover(paths)
+    result = TxnReport(unread=list(found.findings))
+    for target in found.targets:
+        try:
+            part = target.partition()
+        except OSError as e:
+            result.unread.append(cannot_read(target.path, e))
+            continue
+        try:
+            table, notes = read_transactions(part)
+        except OSError as e:
+            result.unread.append(cannot_read(target.path, e))
+            continue
+        finally:
+            part.close()
+        producers = []
+        for p in sorted(table.producers.values(), key=lambda p: p.producer_id):
+            row = p.to_dict()
+            age = (table.last_timestamp - p.open.first_timestamp) if p.open and table.last_timestamp is not None \
+                else None
+            row["open_age_ms"] = age
+            row["hanging"] = age is not None and age > timeout_ms
+            producers.append(row)
+        result.partitions.append({"path": str(target.path), "topic": part.topic, "partition": part.number,
+                                  "last_timestamp": table.last_timestamp, "producers": producers, "notes": notes})
+    return result

@@ -47,6 +47,13 @@ class Applied:
     resumed: bool
 
 
+def undo_lines(run: Path, kept: str) -> list[str]:
+    """What a repair says once made: where its `kept` bytes are, and the command that undoes it on a line
+    of its own, to copy whole (the run's path is in it)."""
+    return [f"logtool: {kept} kept in the run below; undo the repair with:",
+            shlex.join(["logtool", "restore", str(run)])]
+
+
 @dataclass(slots=True)
 class Journal:
     path: Path

@@ -3,16 +3,18 @@ that differs from the disk), carried out as WriteFile steps by the one executor 
 the locks, resumable, undone by `restore`)."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from logtool.rules.expected_index import ExpectedIndexes
 from logtool.rules.transactions import TxnTracker
-from logtool.checks.engine import Report, Target, check_target, plan_targets, segment_bytes
-from logtool.findings import Fix
-from logtool.recovery.executor import carry_out, staged_write
+from logtool.checks.engine import check_target
+from logtool.store.discover import Target, discover
+from logtool.findings import Fix, Severity
+from logtool import exitcodes
+from logtool.recovery.executor import carry_out, staged_write, undo_lines
 from logtool.recovery.seen import Seen, canonical, look
 from logtool.recovery.steps import Step
 from logtool.store.mapping import open_readonly
@@ -75,6 +77,47 @@ class IndexPlan:
                 "changed": len(self.pending), "indexed_only_up_to_damage": self.valid_prefix_short,
                 "txnindex_left_alone": self.txn_unknown, "unreadable": self.unreadable,
                 "offset_overflow": self.overflow}
+
+
+@dataclass(slots=True)
+class IndexRebuild:
+    """`index rebuild`'s result: the plan of every partition, the paths that could not be planned, and what
+    was written (once `rebuild` ran)."""
+
+    plans: list[IndexPlan]
+    problems: list[str]
+    applied: bool = False  # asked to write (--apply)
+    written: int = 0  # index files written
+    resumed: int = 0  # unfinished runs of an earlier rebuild that this one finished first
+    run: Path | None = None  # the quarantine run of the files this run replaced
+
+    @property
+    def pending(self) -> bool:
+        return any(p.pending for p in self.plans)
+
+    def exit_code(self, fail_on: Severity = Severity.WARNING) -> int:
+        if self.problems or any(p.unreadable for p in self.plans):
+            return exitcodes.OPERATIONAL
+        if any(p.overflow for p in self.plans):
+            return exitcodes.PROBLEMS  # a segment no index can describe stays a problem, repaired or not
+        if self.applied:
+            return exitcodes.REPAIRED if self.written or self.resumed else exitcodes.CLEAN
+        return exitcodes.PROBLEMS if self.pending else exitcodes.CLEAN
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"partitions": [p.to_dict() for p in self.plans], "problems": self.problems, "applied": self.applied,
+                "files_written": self.written}
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        return ({"type": "partition", **p.to_dict()} for p in self.plans)
+
+    def summary(self) -> dict[str, Any]:
+        return {"partitions": len(self.plans), "files_to_write": sum(len(p.pending) for p in self.plans),
+                "files_written": self.written}
+
+    def stderr_lines(self) -> list[str]:
+        return [f"logtool: {line}" for line in self.problems] + (undo_lines(self.run, "replaced files") if self.run
+                                                                  else [])
 
 
 def history_complete(part: Partition) -> bool:
@@ -153,18 +196,17 @@ def found_wrong(target: Target, reading: ReadPolicy | None) -> set[str]:
 
 
 def plan_paths(paths: list[Path], interval: int, force: bool = False, reading: ReadPolicy | None = None,
-               bytes_known: Callable[[int], None] | None = None) -> tuple[list[IndexPlan], list[str]]:
+               bytes_known: Callable[[int], None] | None = None) -> IndexRebuild:
     """An index plan for every partition the PATHs name, and a line for each path that cannot be planned.
     Only index files a check finds wrong, and missing ones, are planned for writing unless `force`: an index
     built while appending can differ from the one recovery builds and still be right. The checks read under
     `reading` (`bytes_known` is told how many segment bytes they read); the plans then read what they need."""
-    report = Report()
-    problems: list[str] = []
+    found = discover(paths)
+    problems = [f"{f.file}: {f.message}" for f in found.findings]
     plans = []
-    targets = plan_targets(paths, report)
     if bytes_known:
-        bytes_known(sum(map(segment_bytes, targets)))
-    for t in targets:
+        bytes_known(sum(t.segment_bytes() for t in found.targets))
+    for t in found.targets:
         if t.single_file and not t.path.name.endswith(".log"):
             problems.append(f"{t.path}: a KRaft snapshot has no indexes")
             continue
@@ -172,14 +214,14 @@ def plan_paths(paths: list[Path], interval: int, force: bool = False, reading: R
         try:
             seen = look(path.parent if t.single_file else path)  # before reading: what moves later makes it stale
             wrong = None if force else found_wrong(t, reading)
-            part = Partition.from_segment_file(path) if t.single_file else Partition.from_dir(path)
+            part = Target(path, t.kind).partition()
             plan = plan_index_rebuild(part.read_under(reading if force else None), interval, wrong=wrong)
         except OSError as e:
             problems.append(f"{t.path}: {e.strerror or e}")
             continue
         plan.seen = seen
         plans.append(plan)
-    return plans, [f"{f.file}: {f.message}" for f in report.findings] + problems
+    return IndexRebuild(plans, problems)
 
 
 def rebuild(plans: list[IndexPlan], quarantine: Path, command: str) -> tuple[Path, int]:

@@ -3,12 +3,14 @@ runs under the locks, journaled, after checking the plan is not stale. `truncate
 unfinished run of the same partitions and finishes it from its journal; `restore` undoes it."""
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
-from logtool.findings import Fix
-from logtool.recovery.executor import Applied, carry_out, staged_write
+from logtool import exitcodes
+from logtool.findings import Fix, Severity
+from logtool.recovery.executor import Applied, carry_out, staged_write, undo_lines
 from logtool.recovery.steps import CutTail, MoveDir, RemoveFile, SplitOff, Step
 from logtool.recovery.truncate_plan import Action, ActionKind, RepairPlan
 
@@ -101,3 +103,37 @@ def apply_plan(plan: RepairPlan, quarantine: Path, command: str) -> Applied:
     steps, staged = steps_of(plan)
     seen = [p.seen for p in plan.pending if p.seen is not None] + plan.log_dir_seen
     return carry_out(steps, staged, quarantine, LABEL, command, seen)
+
+
+@dataclass(slots=True)
+class Truncated:
+    """`truncate`'s result: the plan, the run that carried it out (with --apply), and the unfinished runs of
+    an earlier repair that were finished first."""
+
+    plan: RepairPlan
+    applied: Applied | None = None
+    resumed: list[Applied] = field(default_factory=list)
+
+    def exit_code(self, fail_on: Severity = Severity.WARNING) -> int:
+        if self.plan.problems:
+            return exitcodes.OPERATIONAL
+        if self.applied or self.resumed:
+            return exitcodes.REPAIRED
+        return exitcodes.PROBLEMS if self.plan.has_changes else exitcodes.CLEAN
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.plan.to_dict(), "applied": self.applied is not None,
+                "run": str(self.applied.run) if self.applied else None}
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        return ({"type": "partition", **p.to_dict()} for p in self.plan.partitions)
+
+    def summary(self) -> dict[str, Any]:
+        return {"partitions": len(self.plan.partitions), "to_repair": len(self.plan.pending),
+                "bytes_leaving": self.plan.bytes_leaving, "records_leaving": self.plan.records_leaving,
+                "applied": self.applied is not None}
+
+    def stderr_lines(self) -> list[str]:
+        runs = [*self.resumed, *([self.applied] if self.applied else [])]
+        return [f"logtool: {line}" for line in self.plan.problems] + \
+            [line for done in runs for line in undo_lines(done.run, "removed bytes")]

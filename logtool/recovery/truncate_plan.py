@@ -13,7 +13,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from logtool.checks.engine import Report, plan_targets, segment_bytes
+from logtool.checks.engine import found_report
 from logtool.checks.logdir import LogDirReport, check_log_dir
 from logtool.checks.partition import PartitionReport, check_partition
 from logtool.checks.segment import SegmentReport
@@ -26,6 +26,7 @@ from logtool.recovery.index_rebuild import history_complete, plan_index_rebuild
 from logtool.rules.expected_index import ExpectedIndexes
 from logtool.rules.transactions import TxnTracker
 from logtool.store.pacing import ReadPolicy
+from logtool.store.discover import discover
 from logtool.store.layout import FileKind, PathKind, classify_path, parse_partition_dir
 from logtool.store.partition import Partition
 from logtool.store.segment import Segment, WalkOutcome
@@ -539,12 +540,12 @@ def plan_repair(paths: list[Path], strict: bool, interval: int, excise: bool = F
                 reading: ReadPolicy | None = None, bytes_known: Callable[[int], None] | None = None) -> RepairPlan:
     """The plan for every partition the PATHs name (log dirs or partition dirs), their segments read under
     `reading`; `bytes_known` is told how many segment bytes that is."""
-    report = Report()
+    found = discover(paths)
+    report = found_report(found)
     result = RepairPlan(strict=strict)
-    targets = plan_targets(paths, report)
     if bytes_known:
-        bytes_known(sum(map(segment_bytes, targets)))
-    for t in targets:
+        bytes_known(sum(t.segment_bytes() for t in found.targets))
+    for t in found.targets:
         if t.single_file:
             result.problems.append(f"{t.path}: truncate works on partition dirs and log dirs, not on one segment file")
             continue

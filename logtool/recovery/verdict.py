@@ -8,13 +8,14 @@ recovered), made only for the partitions whose report has a cut: the rest lose n
 from __future__ import annotations
 
 import shlex
+from collections.abc import Iterator
 from typing import Any
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from logtool.checks.engine import Report
 from logtool.checks.partition import PartitionReport
-from logtool.findings import CLEAN_SHUTDOWN_WITH_DAMAGE, RECOVERY_SKIPS_DAMAGE, UNREADABLE, AtStart, Finding
+from logtool.findings import CLEAN_SHUTDOWN_WITH_DAMAGE, RECOVERY_SKIPS_DAMAGE, UNREADABLE, AtStart, Finding, Severity
 from logtool.recovery.truncate_plan import ActionKind, PartitionPlan, plan_partition
 from logtool.rules.expected_index import DEFAULT_INDEX_INTERVAL_BYTES
 from logtool.store.partition import Partition
@@ -124,6 +125,34 @@ class Verdict:
                 "recovery_valid_records_dropped": sum(x.valid_records_dropped for x in self.losses),
                 "starts_unrecovered": [f.to_dict() for f in self.unrecovered],
                 "not_worked_out": [x.to_dict() for x in self.unplanned], "next": self.next_steps}
+
+
+@dataclass(slots=True)
+class Verified:
+    """verify's result: the checks' report, and the verdict worked out from it."""
+
+    report: Report
+    judged: list[Verdict]
+
+    def exit_code(self, fail_on: Severity = Severity.WARNING) -> int:
+        return self.report.exit_code(fail_on)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.report.to_dict(), "verdict": [v.to_dict() for v in self.judged]}
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        yield from self.report.rows()
+        yield from ({"type": "verdict", **v.to_dict()} for v in self.judged)
+
+    def summary(self) -> dict[str, Any]:
+        return self.report.summary()
+
+    def stderr_lines(self) -> list[str]:
+        return self.report.stderr_lines()
+
+
+def verified(report: Report) -> Verified:
+    return Verified(report, verdicts(report))
 
 
 def verdicts(report: Report) -> list[Verdict]:

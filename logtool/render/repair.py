@@ -2,13 +2,15 @@
 what a restore put back."""
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 
 from rich.markup import escape
 
+from logtool.format.index import entries
+from logtool.recovery.index_rebuild import IndexRebuild
 from logtool.recovery.restore import Restored
-from logtool.recovery.truncate_plan import Action, ActionKind, PartitionPlan, RepairPlan
+from logtool.recovery.truncate import Truncated
+from logtool.recovery.truncate_plan import Action, ActionKind, PartitionPlan
 from logtool.render.text import Screen, console, glued
 
 _ACTION_HANG = 12  # an action's continuation lines start under its file names
@@ -78,8 +80,8 @@ def _partition(out: Screen, p: PartitionPlan, applied: bool) -> None:
         out.print(f"  note: {escape(note)}", hang=_NOTE_HANG)
 
 
-def render_plan(plan: RepairPlan, applied: bool) -> None:
-    out = console()
+def render_repair(done: Truncated) -> None:
+    out, plan, applied = console(), done.plan, done.applied is not None
     for p in plan.partitions:
         _partition(out, p, applied)
     for log_dir, a in plan.log_dir_actions:
@@ -106,13 +108,6 @@ def _leaving(bytes_leaving: int, records: int, applied: bool) -> str:
     return f"{bytes_leaving} bytes {verb} the log dir (kept in the quarantine), {records} valid record(s) among them"
 
 
-def undo_lines(run: Path, kept: str) -> list[str]:
-    """What a repair says once made: where its `kept` bytes are, and the command that undoes it on a line
-    of its own, to copy whole (the run's path is in it)."""
-    return [f"logtool: {kept} kept in the run below; undo the repair with:",
-            shlex.join(["logtool", "restore", str(run)])]
-
-
 def render_restored(done: Restored, run_dir: Path) -> None:
     out = console()
     if done.already:
@@ -121,3 +116,30 @@ def render_restored(done: Restored, run_dir: Path) -> None:
     for e in done.entries:
         verb = "removed" if e.action == "created" else "restored"
         out.print(f"{'already ' if e.key in done.earlier else ''}{verb} {_name(e.original)}")
+
+
+def render_index_rebuild(outcome: IndexRebuild) -> None:
+    out, applied = console(), outcome.applied
+    for p in outcome.plans:
+        pending = p.pending
+        partition = escape(glued(str(p.partition)))
+        if pending:
+            out.print(f"[bold]{partition}[/]: {'rewrote' if applied else 'would rewrite'} {len(pending)} of "
+                      f"{len(p.changes)} index files")
+        elif p.changes:
+            out.print(f"[bold]{partition}[/]: all {len(p.changes)} index files match the log")
+        else:
+            out.print(f"[bold]{partition}[/]: no index file to rewrite")
+        for c in pending:
+            d = c.to_dict()
+            old = "missing" if d["old_entries"] is None else f"{entries(d['old_entries'])} ({d['old_size']} bytes)"
+            new = f"{entries(d['new_entries'])} ({d['new_size']} bytes)"
+            out.print(f"  {escape(Path(d['file']).name)}: {old} -> {new}")
+        for name in p.valid_prefix_short:
+            out.print(f"  [yellow]{name}[/]: indexed up to the end of its valid prefix; "
+                      "the damaged tail is not indexed")
+        for line in p.unreadable:
+            out.print(f"  [red]{line}[/]: left as it is")
+        for name in p.overflow:
+            out.print(f"  [red]{name}[/]: holds offsets more than 2^31-1 past its base (LT112 OFFSET_OVERFLOW), "
+                      "which no index can hold; Kafka splits such a segment at load: its indexes are left as they are")

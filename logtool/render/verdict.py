@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from rich.markup import escape
 
-from logtool.render.text import console, glued
+from logtool.recovery.verdict import Verified
+from logtool.render.text import console, glued, render_verify
+
+
+def render_verified(v: Verified, show_info: bool) -> None:
+    """verify's text: the findings, then the verdict."""
+    render_verify(v.report, show_info)
+    render_verdicts([x.to_dict() for x in v.judged])
 
 
 def render_verdicts(verdicts: list[dict]) -> None:

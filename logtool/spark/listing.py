@@ -2,15 +2,14 @@
 that the driver can balance the tasks by bytes without reading a directory itself."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from logtool.checks.engine import Report, Target, plan_targets
+from logtool.checks.engine import Report, found_report
 from logtool.findings import NOT_AUDITED, finding
 from logtool.spark.hosts import Pin, executor_host, named, reader, same_host
 from logtool.spark.pieces import Piece
-from logtool.store.layout import FileKind, classify_file
+from logtool.store.discover import Target, discover
 
 
 @dataclass(slots=True, frozen=True)
@@ -45,13 +44,12 @@ def list_path(path: str, pin: Pin | None = None) -> Listing:
     here = executor_host()
     if pin is not None and not same_host(pin.executor, here):
         return replace(not_audited(path, pin.asked, f"its task ran on {here}"), misplaced=True)
-    report = Report()
+    found = discover([Path(path)])
+    report = found_report(found)
     # named as verify's findings name it, with the host asked for where there was one
     listing = Listing(named(pin, str(Path(path))), reader(pin, here), report)
-    for target in plan_targets([Path(path)], report):
-        # A partition's log dir is its parent; a lone segment file's is its partition dir's parent.
-        log_dir = str(target.path.parent.parent if target.single_file else target.path.parent)
-        listing.targets.append(Sized(target, named(pin, log_dir), _segment_sizes(target), pin=pin))
+    for target in found.targets:
+        listing.targets.append(Sized(target, named(pin, str(target.log_dir)), target.segment_sizes(), pin=pin))
     for ld in report.log_dirs:
         ld.path = named(pin, ld.path)
     return listing
@@ -62,29 +60,3 @@ def not_audited(path: str, asked: str, why: str) -> Listing:
     report = Report(operational_error=True)
     report.findings.append(finding(NOT_AUDITED, f"not audited: {why}", f"{asked}:{path}"))
     return Listing(f"{asked}:{path}", asked, report)
-
-
-def _segment_sizes(target: Target) -> tuple[tuple[int, int], ...]:
-    """(base offset, bytes) of each `.log` by its name: an estimate for balancing only, one stat per segment
-    (the check task lists the directory again through `Partition`, which decides). What cannot be read counts
-    as nothing; the check task reports it."""
-    if target.single_file:
-        return ((classify_file(target.path.name).base_offset or 0, _size(target.path)),)
-    sizes = []
-    try:
-        with os.scandir(target.path) as entries:
-            for e in entries:
-                # Only names ending in .log can be segments: the test spares classifying every index file.
-                if e.name.endswith(".log") and (name := classify_file(e.name)).kind == FileKind.LOG \
-                        and name.base_offset is not None:
-                    sizes.append((name.base_offset, _size(e)))
-    except OSError:
-        return ()
-    return tuple(sorted(sizes))
-
-
-def _size(path: Path | os.DirEntry) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0

@@ -9,8 +9,7 @@ from pathlib import Path
 
 from logtool.store.broker import running_broker
 from logtool.store.pacing import ReadPolicy
-from logtool.store.layout import (FileKind, FileName, PartitionName, PathKind, classify_file, classify_path,
-                                  parse_partition_dir, real_name)
+from logtool.store.layout import FileKind, FileName, PartitionName, classify_file, parse_partition_dir, real_name
 from logtool.store.segment import Segment
 from logtool.store.sidefile import SideFile, read_side
 
@@ -117,20 +116,3 @@ class Partition:
     def close(self) -> None:
         for s in self.segments:
             s.close()
-
-
-class NotAPartition(Exception):
-    """A path that is not a partition directory or a .log file, or cannot be read (the message says)."""
-
-
-def open_partition(path: Path) -> Partition:
-    """A partition dir or one .log file. Raises NotAPartition saying what the path is instead."""
-    try:
-        kind = classify_path(path)
-        if kind == PathKind.PARTITION_DIR:
-            return Partition.from_dir(path)
-        if kind == PathKind.SEGMENT_FILE:
-            return Partition.from_segment_file(path)
-    except OSError as e:
-        raise NotAPartition(f"{path}: {e.strerror or e}") from None
-    raise NotAPartition(f"{path}: not a partition directory or .log file")
