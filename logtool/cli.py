@@ -3,17 +3,19 @@ from __future__ import annotations
 
 import json
 import os
+import pkgutil
 import signal
 import sys
 import threading
+
 from importlib import import_module
 
 import click
 
 from logtool import __version__
-from logtool import exitcodes
-from logtool.commands.failure import Failure
-from logtool.commands.options import epilog
+from logtool import commands, exitcodes
+from logtool.commands.common.failure import Failure
+from logtool.commands.common.options import epilog
 from logtool.render.jsonout import versioned
 
 
@@ -25,21 +27,23 @@ class _Terminated(BaseException):
     """SIGTERM arrived (a BaseException, like KeyboardInterrupt, so that no `except Exception` swallows it)."""
 
 
-# Each command's module, imported only when that command is asked for: starting one command does not pay
-# for importing every other's dependencies (a dump needs no repair planner, a scan no decoders).
-_COMMANDS = {"scan": "command", "verify": "command", "find": "command", "index": "group", "restore": "command",
-             "truncate": "command", "audit": "command", "dump": "command", "txn": "command",
-             "report": "command", "metadata": "command"}
+# Every module of logtool.commands is a command of its name, holding a click command (`command`) or group
+# (`group`); what commands share lives in its `common` package. Each module is imported only when its command
+# is asked for: starting one command does not pay for importing every other's dependencies (a dump needs no
+# repair planner, a scan no decoders).
+_COMMAND_MODULES = sorted(m.name for m in pkgutil.iter_modules(commands.__path__) if not m.ispkg)
 
 
 class _Group(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(_COMMANDS)
+        return _COMMAND_MODULES
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        if name not in _COMMANDS:
+        if name not in _COMMAND_MODULES:
             return None
-        return getattr(import_module(f"logtool.commands.{name}"), _COMMANDS[name])
+        module = import_module(f"logtool.commands.{name}")
+        found: click.Command = getattr(module, "command", None) or module.group
+        return found
 
     def invoke(self, ctx: click.Context):
         # click turns a broken pipe inside a command into exit status 1 ("problems repaired" for us), so it

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from logtool.findings import Severity
-from logtool.commands.options import (deep_option, epilog, fail_on_option, max_read_rate_option, paths_argument,
+from logtool.commands.common.options import (deep_option, epilog, fail_on_option, max_read_rate_option, paths_argument,
                                       spare_page_cache_option, transaction_timeout_option)
 from logtool.render.jsonout import emit_json
 from logtool.spark.hosts import LOCALITY_WAIT, pinned

@@ -10,10 +10,10 @@ from typing import TextIO
 import click
 
 from logtool.reads import decoders, file_dump, internal_topics
-from logtool.commands.failure import Failure
-from logtool.commands.options import PATH, parse_time
+from logtool.commands.common.failure import Failure
+from logtool.commands.common.options import PATH, parse_time
 from logtool.store.discover import Target, TargetKind, discover
-from logtool.commands.options import TIME_FORMS, epilog, format_option
+from logtool.commands.common.options import TIME_FORMS, epilog, format_option
 from logtool.render.jsonout import emit_jsonl
 from logtool.render.progress import progress
 from logtool.render import dump_json, dump_text

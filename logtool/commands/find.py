@@ -6,8 +6,8 @@ from pathlib import Path
 import click
 
 from logtool import exitcodes
-from logtool.commands.failure import Failure
-from logtool.commands.options import PATH, TIME_FORMS, epilog, format_choice, parse_time
+from logtool.commands.common.failure import Failure
+from logtool.commands.common.options import PATH, TIME_FORMS, epilog, format_choice, parse_time
 from logtool.render.find import render_hit
 from logtool.render.jsonout import emit_json
 from logtool.render.progress import progress

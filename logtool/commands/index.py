@@ -9,10 +9,10 @@ import click
 from logtool.findings import Severity
 from logtool.rules.expected_index import DEFAULT_INDEX_INTERVAL_BYTES
 from logtool.checks.engine import Report
-from logtool.commands.repairing import command_line, finish_unfinished, writing
-from logtool.commands.options import PATH, epilog, fail_on_option, format_choice, format_option, paths_argument
+from logtool.commands.common.repairing import command_line, finish_unfinished, writing
+from logtool.commands.common.options import PATH, epilog, fail_on_option, format_choice, format_option, paths_argument
 from logtool.recovery import index_rebuild
-from logtool.commands.checking import check_with_progress
+from logtool.commands.common.checking import check_with_progress
 from logtool.render.emit import emit
 from logtool.render.progress import progress
 from logtool.render.repair import render_index_rebuild

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from logtool.commands.failure import Failure
-from logtool.commands.options import PATH, TIME_FORMS, epilog, format_option, parse_time
+from logtool.commands.common.failure import Failure
+from logtool.commands.common.options import PATH, TIME_FORMS, epilog, format_option, parse_time
 from logtool.render.jsonout import emit_json, emit_jsonl
 from logtool.render.metadata import diff_rows, history_rows, render_diff, render_history, render_state, state_rows
 from logtool.rules.metadata.compare import Point, diff_between, history_of

@@ -10,8 +10,8 @@ from pathlib import Path
 import click
 
 from logtool import exitcodes
-from logtool.commands.failure import Failure
-from logtool.commands.options import PATH, epilog
+from logtool.commands.common.failure import Failure
+from logtool.commands.common.options import PATH, epilog
 from logtool.render.report_html import html_report
 from logtool.store.layout import PathKind, classify_path
 

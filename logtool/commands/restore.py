@@ -6,9 +6,9 @@ from pathlib import Path
 import click
 
 from logtool import exitcodes
-from logtool.commands.options import PATH, epilog
-from logtool.commands.failure import Failure
-from logtool.commands.repairing import writing
+from logtool.commands.common.options import PATH, epilog
+from logtool.commands.common.failure import Failure
+from logtool.commands.common.repairing import writing
 from logtool.recovery.restore import restore
 from logtool.render.repair import render_restored
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import click
 
-from logtool.commands.options import epilog, format_option, paths_argument
-from logtool.commands.checking import check_with_progress
+from logtool.commands.common.options import epilog, format_option, paths_argument
+from logtool.commands.common.checking import check_with_progress
 from logtool.render.emit import emit
 from logtool.render.text import render_inventory
 

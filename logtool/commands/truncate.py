@@ -5,8 +5,8 @@ from pathlib import Path
 
 import click
 
-from logtool.commands.repairing import command_line, finish_unfinished, writing
-from logtool.commands.options import PATH, epilog, format_choice, paths_argument
+from logtool.commands.common.repairing import command_line, finish_unfinished, writing
+from logtool.commands.common.options import PATH, epilog, format_choice, paths_argument
 from logtool.recovery import truncate
 from logtool.recovery.truncate import Truncated
 from logtool.recovery.truncate_plan import RepairPlan, plan_repair

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from logtool.commands.options import epilog, format_option, paths_argument, transaction_timeout_option
+from logtool.commands.common.options import epilog, format_option, paths_argument, transaction_timeout_option
 from logtool.reads.transactions import transactions_of
 from logtool.render.emit import emit
 from logtool.render.txn import render_txn

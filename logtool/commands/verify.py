@@ -4,9 +4,9 @@ from __future__ import annotations
 import click
 
 from logtool.findings import KINDS, Severity, lookup
-from logtool.commands.options import (deep_option, epilog, fail_on_option, format_option, max_read_rate_option,
+from logtool.commands.common.options import (deep_option, epilog, fail_on_option, format_option, max_read_rate_option,
                                       paths_argument, spare_page_cache_option, transaction_timeout_option)
-from logtool.commands.checking import check_with_progress
+from logtool.commands.common.checking import check_with_progress
 from logtool.recovery.verdict import verified
 from logtool.render.emit import emit
 from logtool.render.text import render_kind

@@ -248,6 +248,18 @@ def _other_files(files: dict[str, int]) -> str:
     return ", ".join(parts) or "-"
 
 
+def render_listing(report: Report) -> None:
+    """ls: a line per partition, its offsets from the first on disk to the log end (one past the last valid)."""
+    rows = []
+    for p in report.partitions:
+        firsts = [s.first_offset for s in p.segments if s.first_offset is not None]
+        lasts = [s.last_offset for s in p.segments if s.last_offset is not None]
+        rows.append([escape(glued(p.path)), _status(p.status), str(min(firsts)) if firsts else "-",
+                     str(max(lasts) + 1) if lasts else "-", str(sum(s.size for s in p.segments))])
+    print_fitted(console(), [Column("partition"), Column("status"), Column("first offset", 2),
+                             Column("log end offset", 1), Column("bytes", 3)], rows)
+
+
 def render_inventory(report: Report) -> None:
     out = console()
     for d in report.log_dirs:

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from logtool.commands.failure import Failure
+from logtool.commands.common.failure import Failure
 from logtool.recovery import executor
 from logtool.recovery.errors import RepairRefused, RepairStopped
 
