@@ -186,7 +186,7 @@ class TimeIndexCheck:
         self.max_ts = max(self.max_ts, view.max_timestamp)
         while self.next is not None and self.next[1] <= view.last_offset:
             ts, offset = self.next
-            first = view.base_offset if view.base_offset is not None else view.last_offset
+            first = view.first_offset
             if offset < first:
                 self.rep.add(TIMEINDEX_WRONG_ENTRY, f"entry names offset {offset}, which is in no batch",
                              view.position, offset)
@@ -221,7 +221,7 @@ class TxnIndexCheck:
     def feed_many(self, views: list[BatchView]) -> None:
         # Only transactional batches open or end a transaction.
         for v in views:
-            if v.attributes & 0x10:
+            if v.is_transactional:
                 self.feed(v)
 
     def feed(self, view: BatchView) -> None:

@@ -58,8 +58,8 @@ class ProducerCheck:
             # transaction to open): a fraction of what `feed` costs, on every batch of an idempotent producer
             # (the walk's cost: bench/results/kernel.md).
             span = spans.get(pid)
-            if (span is not None and not v.attributes & 0x20
-                    and (span.open_after is not None or not v.attributes & 0x10)):
+            if (span is not None and not v.is_control
+                    and (span.open_after is not None or not v.is_transactional)):
                 last = span.last_data
                 seq, epoch = v.base_sequence, v.producer_epoch
                 if last is not None and last[0] == epoch == span.last_epoch and seq == last[1] + 1:
@@ -77,7 +77,7 @@ class ProducerCheck:
         base, count = v.base_offset, v.count
         assert base is not None and count is not None  # a v2 header holds both; only legacy wrappers lack them
         span = self.spans.get(pid)
-        control = bool(v.attributes & 0x20)
+        control = v.is_control
         data = None if control or v.base_sequence < 0 else \
             (v.producer_epoch, v.base_sequence, v.last_sequence, base)
         if span is None:
@@ -95,7 +95,7 @@ class ProducerCheck:
             if span.first_data is None:
                 span.first_data = data
             span.last_data = data[0], data[2], v.last_offset
-        if v.attributes & 0x10 and span.open_after is None:
+        if v.is_transactional and span.open_after is None:
             span.open_after = (base, v.first_record_timestamp)
 
 

@@ -71,6 +71,12 @@ class BatchView(NamedTuple):
         return self.magic < 2
 
     @property
+    def first_offset(self) -> int:
+        """The first offset the entry holds as far as it is known: its base offset, or its last where a
+        legacy wrapper could not be opened (its inner offsets unknown)."""
+        return self.base_offset if self.base_offset is not None else self.last_offset
+
+    @property
     def is_valid(self) -> bool:
         return self.crc_stored == self.crc_computed
 

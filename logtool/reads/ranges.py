@@ -301,7 +301,7 @@ class _SegmentRead:
             stats.log_bytes_walked += view.size
             backwards = offsets_go_back(self.prev_last, view)
             self.prev_last = view.last_offset
-            base = view.base_offset if view.base_offset is not None else view.last_offset
+            base = view.first_offset
             if base > how.last:
                 self.range_ends = True
                 return True
@@ -394,7 +394,7 @@ def _swallows_a_batch(seg: Segment, bad: BatchView) -> bool:
 
 
 def _in_range(view: BatchView, first: int, last: int) -> bool:
-    base = view.base_offset if view.base_offset is not None else view.last_offset
+    base = view.first_offset
     return base <= last and view.last_offset >= first
 
 

@@ -68,7 +68,7 @@ class TxnTable:
             return
         if self.last_timestamp is None or v.max_timestamp > self.last_timestamp:
             self.last_timestamp = v.max_timestamp
-        if not v.attributes & 0x10 or v.producer_id < 0:
+        if not v.is_transactional or v.producer_id < 0:
             return
         p = self.producers.get(v.producer_id)
         if p is None:
@@ -76,7 +76,7 @@ class TxnTable:
         p.epoch = v.producer_epoch
         p.first_timestamp = v.max_timestamp if p.first_timestamp is None else p.first_timestamp
         p.last_timestamp = v.max_timestamp
-        if not v.attributes & 0x20:
+        if not v.is_control:
             assert v.base_offset is not None and v.count is not None  # a v2 header holds both
             if p.open is None:
                 p.open = _Open(v.base_offset, v.first_record_timestamp)

@@ -50,7 +50,7 @@ class RecordCounter:
         if view.magic >= 2:
             self.counts.append(view.count or 0)
         else:  # a legacy entry: one message, or a wrapper of last - first + 1
-            first = view.base_offset if view.base_offset is not None else view.last_offset
+            first = view.first_offset
             self.counts.append(view.last_offset - first + 1)
 
 
@@ -225,7 +225,7 @@ def _stretch(views: Iterator[BatchView], start: int, counter: RecordCounter) -> 
     if v is None:
         return None
     counter.feed(v)
-    first = v.base_offset if v.base_offset is not None else v.last_offset
+    first = v.first_offset
     stretch = Stretch(start, start, first, v.last_offset, v.last_offset, counter.counts.pop())
     for v in views:
         counter.feed(v)
@@ -454,7 +454,7 @@ def _batches_from(part: Partition, file: str, position: int, counts: list[int]) 
     with seg:
         for i, v in enumerate(seg.walk()):
             if v.position >= position:
-                first = (v.base_offset if v.base_offset is not None else v.last_offset) if span is None else span[0]
+                first = v.first_offset if span is None else span[0]
                 span = first, v.last_offset
                 records += counts[i] if i < len(counts) else 0
     return span, records

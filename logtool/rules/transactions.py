@@ -26,11 +26,11 @@ class TxnTracker:
 
     def feed(self, buf: Bytes, v: BatchView) -> AbortedTxn | None:
         """Account for one batch; the aborted transaction it completes, if any."""
-        if v.magic < 2 or not v.attributes & 0x10 or v.producer_id < 0:
+        if not v.is_transactional or v.producer_id < 0:
             return None
         base = v.base_offset
         assert base is not None  # a v2 header always holds it; only legacy wrappers lack one
-        if not v.attributes & 0x20:  # transactional data: opens a transaction unless one is open
+        if not v.is_control:  # transactional data: opens a transaction unless one is open
             if self.history_complete or v.producer_id in self.ended:
                 self.open_txns.setdefault(v.producer_id, base)
             else:

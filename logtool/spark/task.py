@@ -42,7 +42,7 @@ class BatchKeys:
 
     def feed(self, v: BatchView) -> None:
         # A legacy wrapper whose inner offsets cannot be read has no base offset; Kafka names it by its last.
-        base = v.base_offset if v.base_offset is not None else v.last_offset
+        base = v.first_offset
         self.keys.append((base, v.last_offset, v.crc_stored, v.partition_leader_epoch))
 
 

@@ -128,7 +128,7 @@ def _index_position(seg: Segment, offset: int, cost: Cost) -> int:
     _i, (rel, position) = found
     batch = _batch_at(seg, position, cost) if 0 <= position < seg.size else None
     if batch is not None:
-        first = batch.base_offset if batch.base_offset is not None else batch.last_offset
+        first = batch.first_offset
         if first <= seg.base_offset + rel:
             return position
     cost.notes.append(f"{label} entry for offset {seg.base_offset + rel} points at byte {position}, which does not "
@@ -223,7 +223,7 @@ def _range(part: Partition) -> str:
         with seg:
             v = next(seg.walk(), None)
             if v is not None:
-                first = v.base_offset if v.base_offset is not None else v.last_offset
+                first = v.first_offset
                 break
     for seg in reversed(part.segments):
         with seg:

@@ -260,7 +260,7 @@ class Segment:
             return None
         if entry.base_offset is None:  # a compressed legacy wrapper
             return _with_legacy_base(buf, entry)
-        if entry.attributes & 0x20 and entry.magic >= 2 and entry.producer_id >= 0:  # a producer's control batch
+        if entry.is_control and entry.producer_id >= 0:  # a producer's control batch
             problem = _marker_problem(buf, entry)
             if problem:
                 reason, fatal = problem
@@ -293,8 +293,8 @@ def _with_legacy_base(buf: Bytes, view: BatchView) -> BatchView:
 def _marker_problem(buf: Bytes, view: BatchView) -> tuple[str, bool] | None:
     """Recovery replays producer state, which decodes the first record of a producer's control batch:
     (why that fails, whether Kafka's recovery fails with it instead of cutting the log there)."""
-    if view.attributes & 0x07 > 4:
-        return f"Unknown compression type id: {view.attributes & 0x07}", True  # CompressionType.forId throws
+    if view.codec > 4:
+        return f"Unknown compression type id: {view.codec}", True  # CompressionType.forId throws
     try:
         marker = first_control(buf, view)
         if marker is not None and marker.type_id not in (0, 1):
