@@ -17,7 +17,8 @@ from logtool.commands.common.options import TIME_FORMS, epilog, format_option
 from logtool.render.jsonout import emit_jsonl
 from logtool.render.progress import progress
 from logtool.render import dump_json, dump_text
-from logtool.reads.ranges import RangePlan, Stats, plan_range, read_range
+from logtool.reads.dumped import RecordsDumped, file_exit_code
+from logtool.reads.ranges import Stats, plan_range, read_range
 from logtool import exitcodes
 
 
@@ -179,6 +180,7 @@ def _dump_records(target: Target, ask: _Ask, out: TextIO) -> tuple[int, bool]:
         with progress("dump", shown=sys.stderr.isatty() and not sys.stdout.isatty()) as meter:
             part.read_under(meter.reading(None))  # before the first segment is opened
             p = plan_range(part, ask.from_offset, ask.to_offset, ask.start_ms, ask.end_ms)
+            done = RecordsDumped(p, stats, batches_only)
             if meter.shown:
                 meter.total(part.log_bytes(p.segment) if p.segment is not None else 0)
             # Text reads on past a batch whose CRC alone fails, as kafka-dump-log does; JSON stops at the end of
@@ -191,11 +193,11 @@ def _dump_records(target: Target, ask: _Ask, out: TextIO) -> tuple[int, bool]:
                                              whole)
             elif fmt == "jsonl":
                 dump_json.write_lines(events, out, key, value, whole)
-                closing = _closing(p, stats, batches_only)
+                closing = done.to_dict()
                 emit_jsonl([{"type": "summary", **closing.pop("summary"), **closing}])
             else:
                 head = {"path": str(path), "first_offset": p.first, "last_offset": p.last}
-                dump_json.write_document(events, out, key, value, head, lambda: _closing(p, stats, batches_only), whole)
+                dump_json.write_document(events, out, key, value, head, done.to_dict, whole)
     except OSError as e:
         if isinstance(e, BrokenPipeError):
             raise  # the reader went away: cli.main leaves quietly
@@ -203,9 +205,9 @@ def _dump_records(target: Target, ask: _Ask, out: TextIO) -> tuple[int, bool]:
     finally:
         part.close()
     if fmt != "json":
-        for note in _notes(p, stats, batches_only):
+        for note in done.notes():
             print(f"logtool: {note}", file=sys.stderr)
-    return _exit_code(stats), open_line
+    return done.exit_code(), open_line
 
 
 def _dump_file(path: Path, fmt: str, mode: str, out: TextIO) -> int:
@@ -221,37 +223,9 @@ def _dump_file(path: Path, fmt: str, mode: str, out: TextIO) -> int:
     elif fmt == "jsonl":
         entries = dump_json.write_file_rows(d, out)
         emit_jsonl([{"type": "summary", "path": str(path), "entries": entries, "stop": d.stop,
-                     "exit_code": _file_exit_code(d)}])
+                     "exit_code": file_exit_code(d)}])
     else:
-        dump_json.write_file_document(d, out, lambda: _file_exit_code(d))
+        dump_json.write_file_document(d, out, lambda: file_exit_code(d))
     if d.stop:
         print(f"logtool: {path}: read up to where kafka-dump-log stops (it throws there): {d.stop}", file=sys.stderr)
-    return _file_exit_code(d)
-
-
-def _file_exit_code(d: file_dump.FileDump) -> int:
-    """Once its rows are read: 4 where Kafka's tool would have stopped before the end of the file."""
-    return exitcodes.PROBLEMS if d.stop else exitcodes.CLEAN
-
-
-def _exit_code(stats: Stats) -> int:
-    """8 when a segment could not be read at all (the job was not done whole), else 4 when damage was met."""
-    if stats.unreadable:
-        return exitcodes.OPERATIONAL
-    return exitcodes.PROBLEMS if stats.damaged else exitcodes.CLEAN
-
-
-def _closing(p: RangePlan, stats: Stats, batches_only: bool) -> dict:
-    """What the JSON forms end with, once every event is out: the notes, the counts and the exit code."""
-    return {"notes": _notes(p, stats, batches_only),
-            "summary": {"segments_read": stats.segments_read, "batches": stats.batches, "records": stats.records,
-                        "damaged": stats.damaged, "segments_unreadable": stats.unreadable},
-            "exit_code": _exit_code(stats)}
-
-
-def _notes(p: RangePlan, stats: Stats, batches_only: bool) -> list[str]:
-    """What the user should know when the output is shorter than asked: why, and what the log holds."""
-    notes = list(p.notes)
-    if not (stats.batches if batches_only else stats.records):
-        notes.append(f"no {'batches' if batches_only else 'records'} from {p.describe()}")
-    return notes
+    return file_exit_code(d)
