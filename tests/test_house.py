@@ -330,7 +330,7 @@ def test_write_allow_list_is_needed():
 
 _UPPER_SNAKE = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*$")
 _GROUP_OF_DIGIT = {"1": Group.FRAMING, "2": Group.RECORDS, "3": Group.INDEX, "4": Group.PARTITION,
-                   "5": Group.LOG_DIR, "6": Group.PRODUCERS}
+                   "5": Group.LOG_DIR, "6": Group.PRODUCERS, "7": Group.METADATA}
 
 
 def test_codes_and_names():
@@ -338,7 +338,7 @@ def test_codes_and_names():
     names = [k.name for k in KINDS]
     assert len(set(codes)) == len(codes), f"duplicate codes: {sorted({c for c in codes if codes.count(c) > 1})}"
     assert len(set(names)) == len(names), f"duplicate names: {sorted({n for n in names if names.count(n) > 1})}"
-    assert [c for c in codes if not re.fullmatch(r"LT[1-6]\d\d", c)] == []
+    assert [c for c in codes if not re.fullmatch(r"LT[1-7]\d\d", c)] == []
     assert [n for n in names if not _UPPER_SNAKE.match(n)] == []
 
 

@@ -24,6 +24,7 @@ import pytest
 
 from conftest import SHARED, require, run_logtool
 from fixtures.metadata import metadata_value, uuid_text, write_metadata_log
+from logtool.findings import TORN_BATCH, UNREADABLE
 from logtool.format.metadata_records import BEFORE_DIRECTORIES_NOTE, read_metadata_record
 from logtool.rules.metadata.compare import Point, diff, diff_between, history_of
 from logtool.rules.metadata.replay import (LOG_GAP, RECORD_REFUSED, RECORD_UNREADABLE, SNAPSHOT_UNUSABLE,
@@ -585,7 +586,7 @@ def test_records_kafka_refuses_or_cannot_read_are_problems(tmp_path):
                                                         (RECORD_UNREADABLE, 5)]
     assert r.state.topic("orders").partitions[0].leader_epoch == 1 and r.exit_code() == 4
     res = run_logtool("metadata", str(path.parent))
-    assert res.returncode == 4 and "RECORD_REFUSED" in res.stdout and "Traceback" not in res.stderr
+    assert res.returncode == 4 and "METADATA_RECORD_REFUSED" in res.stdout and "Traceback" not in res.stderr
     h = history_of(open_source(path), "orders")
     assert [e["offset"] for e in h.entries] == [1, 2, 6]
 
@@ -596,7 +597,7 @@ def test_a_torn_tail_stops_the_replay_where_recovery_would(tmp_path):
     data = log.read_bytes()
     log.write_bytes(data[:-7])
     r = replay(open_source(path))
-    assert r.problems[-1].kind == "TORN_BATCH" and r.last_offset == 5
+    assert r.problems[-1].kind is TORN_BATCH and r.last_offset == 5
     assert r.state.topic("orders").partitions[0].leader_epoch == 0
     res = run_logtool("metadata", str(path), "--format", "jsonl")
     rows = [json.loads(line) for line in res.stdout.splitlines()]
@@ -668,7 +669,7 @@ def test_a_segment_that_cannot_be_read_is_an_operational_error(tmp_path):
     path = _small_log(tmp_path)
     (path / "00000000000000000100.log").symlink_to(tmp_path / "gone.log")  # a link to nothing
     r = replay(open_source(path))
-    assert r.problems[-1].kind == "UNREADABLE" and r.exit_code() == 8
+    assert r.problems[-1].kind is UNREADABLE and r.exit_code() == 8
     assert r.state.topic("orders") is not None  # what came before it is replayed
     res = run_logtool("metadata", str(path), "--format", "json")
     assert res.returncode == 8 and json.loads(res.stdout)["exit_code"] == 8

@@ -403,6 +403,8 @@ UNLISTED_ANOMALIES = {
     "kraft-broker-logdir": {
         ("CHECKPOINT_UNKNOWN_PARTITION", "__consumer_offsets-14"):
             "recovery-point and replication checkpoints name __consumer_offsets 14; the directory is not in the data",
+        ("ASSIGNED_PARTITION_MISSING", "__consumer_offsets-14"):
+            "the node's metadata log assigns __consumer_offsets 14 to it; the directory is not in the data",
     },
 }
 
@@ -426,6 +428,13 @@ def _explanation(sec: Section | None, where: str, log_dir: str, f: dict) -> str 
         if pinned:
             return f"not in SOURCES.md, pinned: {pinned}"
         if removed_from_set(unknown_partition(f)):
+            return "SOURCES.md's notes on content: Connect config partitions were removed from the set"
+        return None
+    if f["name"] == "ASSIGNED_PARTITION_MISSING":  # the metadata's word on the same absent directories: the file
+        pinned = UNLISTED_ANOMALIES.get(log_dir, {}).get((f["name"], f["file"]))
+        if pinned:
+            return f"not in SOURCES.md, pinned: {pinned}"
+        if removed_from_set(f["file"]):
             return "SOURCES.md's notes on content: Connect config partitions were removed from the set"
         return None
     if sec is None:

@@ -306,6 +306,7 @@ GROUP_TITLES = {
     Group.PARTITION: "LT4xx: the partition directory",
     Group.LOG_DIR: "LT5xx: paths and log dirs",
     Group.PRODUCERS: "LT6xx: producers, transactions, consumer offsets",
+    Group.METADATA: "LT7xx: the log dir held against the KRaft metadata",
 }
 
 FIX_WORDS = {

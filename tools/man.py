@@ -125,7 +125,8 @@ def findings_page() -> str:
     lines += [".SH DESCRIPTION", ".PP", esc(
         "Every problem logtool reports is one kind of this catalog, with a stable code that never changes "
         "meaning and a name: LT1xx segment framing, LT2xx records, LT3xx indexes, LT4xx the partition "
-        "directory, LT5xx paths and log dirs, LT6xx producers, transactions and consumer offsets. "
+        "directory, LT5xx paths and log dirs, LT6xx producers, transactions and consumer offsets, LT7xx the "
+        "log dir held against the KRaft metadata. "
         "Severities: error (data is damaged or would be dropped), warning (the broker copes, but something "
         "is wrong), info (a normal state worth knowing). JSON output, text, the audit's tables and "
         "logtool verify --explain CODE use the same codes and words. To find a code here, search for it "

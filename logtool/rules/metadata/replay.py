@@ -26,7 +26,12 @@ from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 from logtool import exitcodes
-from logtool.findings import UNREADABLE as CATALOG_UNREADABLE
+from logtool.findings import METADATA_LOG_GAP as LOG_GAP
+from logtool.findings import METADATA_RECORD_REFUSED as RECORD_REFUSED
+from logtool.findings import METADATA_RECORD_UNREADABLE as RECORD_UNREADABLE
+from logtool.findings import METADATA_SNAPSHOT_UNUSABLE as SNAPSHOT_UNUSABLE
+from logtool.findings import OFFSET_NOT_INCREASING as OFFSET_BACKWARDS
+from logtool.findings import UNREADABLE, Kind
 from logtool.format.kraft import control_value
 from logtool.format.messages import MessageError
 from logtool.format.metadata_records import NO_OP_BYTES, MetadataRecord, read_metadata_record
@@ -43,13 +48,13 @@ _LEADER_CHANGE, _SNAPSHOT_HEADER, _SNAPSHOT_FOOTER, _KRAFT_VERSION, _KRAFT_VOTER
 _DECODED_KEPT = 4096  # decoded records kept by their bytes (a log repeats its ISR changes, its registrations)
 _DECODED_BYTES = 1024  # ... those of at most this many bytes, so that what is kept stays small whatever the log
 
-# The problems a replay reports besides the walker's own finding names (TORN_BATCH, CRC_MISMATCH, ...).
-RECORD_REFUSED = "RECORD_REFUSED"  # Kafka's loader would not apply it (its delta throws)
-RECORD_UNREADABLE = "RECORD_UNREADABLE"  # it does not decode (its batch is whole and its CRC good)
-SNAPSHOT_UNUSABLE = "SNAPSHOT_UNUSABLE"  # a snapshot that is not whole: passed over for an older one
-LOG_GAP = "LOG_GAP"  # offsets that neither a snapshot nor the log holds
-OFFSET_BACKWARDS = "OFFSET_BACKWARDS"  # a record at or below an offset already replayed
-UNREADABLE = CATALOG_UNREADABLE.name  # a segment the replay could not read (the catalog's name): the replay stops there
+# A replay's problems are kinds of the catalog: its own (imported under shorter names above: RECORD_REFUSED, Kafka's
+# loader would not apply the record; RECORD_UNREADABLE, it does not decode though its batch is whole and its CRC good;
+# SNAPSHOT_UNUSABLE, a snapshot passed over for an older one; LOG_GAP, offsets neither a snapshot nor the log holds),
+# OFFSET_NOT_INCREASING (OFFSET_BACKWARDS) for a record at or below an offset already replayed, the walker's where the
+# log's valid prefix ends (TORN_BATCH, CRC_MISMATCH, ...), and UNREADABLE for a segment that could not be read (the
+# replay stops there). `verify` reports the replay's own kinds (checks/logdir_metadata.py); the partition checks of
+# __cluster_metadata-0 report the others.
 
 
 class MetadataPathError(Exception):
@@ -59,15 +64,15 @@ class MetadataPathError(Exception):
 class Problem(NamedTuple):
     """Something that keeps the replayed state from being the one Kafka would load, or marks it incomplete."""
 
-    kind: str
+    kind: Kind
     message: str
     file: str | None = None
     offset: int | None = None
     position: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "message": self.message, "file": self.file, "offset": self.offset,
-                "position": self.position}
+        return {"kind": self.kind.name, "code": self.kind.code, "message": self.message, "file": self.file,
+                "offset": self.offset, "position": self.position}
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +178,7 @@ class Replay:
 
     def exit_code(self) -> int:
         """8 where a segment could not be read at all (the replay is not done), 4 for any other problem."""
-        if any(p.kind == UNREADABLE for p in self.problems):
+        if any(p.kind is UNREADABLE for p in self.problems):
             return exitcodes.OPERATIONAL
         return exitcodes.PROBLEMS if self.problems else exitcodes.CLEAN
 
@@ -389,7 +394,7 @@ class _Applier:
             stop = outcome.stop_finding(name, active=i == last)
             if stop is not None:
                 later = f" (it also drops the {last - i} later segment(s))" if i < last else ""
-                r.problems.append(Problem(stop.name, f"{stop.message}; the replay stops there, as Kafka's recovery "
+                r.problems.append(Problem(stop.kind, f"{stop.message}; the replay stops there, as Kafka's recovery "
                                                      f"would{later}", name, stop.offset, stop.position))
                 return
 
