@@ -107,6 +107,40 @@ def _fleet(ws: Path) -> None:
     write_fleet(ws / "fleet", EXAMPLE_TOPICS, brokers=3)
 
 
+def _string(text: str) -> bytes:
+    return struct.pack(">h", len(text)) + text.encode()
+
+
+def _internal(ws: Path) -> None:
+    """A transactional topic and a __consumer_offsets partition, beside the sample (which has neither)."""
+    from fixtures import generator as g
+    _sample(ws)
+    data, entries, offset = ws / "data", [], 0
+    # Producer 2012 commits two transactions and aborts one; 3012 commits one and leaves one open.
+    for producer_id, outcomes in ((2012, (True, False, True)), (3012, (True, None))):
+        for n, commit in enumerate(outcomes):
+            producer = g.Producer(producer_id, producer_epoch=1, base_sequence=5 * n, transactional=True)
+            start = g.FIXED_TIME_MS + offset * 10
+            batch = g.build_batches(g.BatchSpec(batches=1, records_per_batch=5, producer=producer,
+                                                base_timestamp=start, seed=offset), first_offset=offset)
+            entries += batch
+            offset += 5
+            if commit is not None:
+                entries.append(g.marker_batch(producer, offset, commit, start + 40))
+                offset += 1
+    payments = g.write_partition(data, "payments", 0, entries).path
+    # The broker's index of aborted transactions (neither library writes one): producer 2012's abort of
+    # offsets 6..11, after which the last stable offset is 12 (no other transaction was open).
+    (payments / "00000000000000000000.txnindex").write_bytes(struct.pack(">hqqqq", 0, 2012, 6, 11, 12))
+    # A consumer group's committed offset, as the group coordinator writes it: OffsetCommit key version 1
+    # (group, topic, partition) and value version 3 (offset, leader epoch, metadata, commit time).
+    key = struct.pack(">h", 1) + _string("billing") + _string("payments") + struct.pack(">i", 0)
+    value = struct.pack(">hqi", 3, 16, 0) + _string("") + struct.pack(">q", g.FIXED_TIME_MS + 500)
+    commit = g.Record(key, value, g.FIXED_TIME_MS + 500)
+    g.write_partition(data, "__consumer_offsets", 12,
+                      g.build_batches(g.BatchSpec(batches=1, records=[[commit]])))
+
+
 def _strays(ws: Path) -> None:
     """Leftovers and strangers in the log dir (for the catalog's examples)."""
     _sample(ws)
@@ -158,6 +192,8 @@ SCENARIOS: dict[str, tuple[str, Callable[[Path], None]]] = {
     "fleet": ("three brokers' log dirs with planted damage and diverging replicas", _fleet),
     "strays": ("leftovers, strangers and renamed partition dirs in the sample log dir", _strays),
     "framing": ("damage of every shape in the sample's bytes and side files", _framing),
+    "internal": ("the sample with a transactional topic (payments-0) and a __consumer_offsets partition added",
+                 _internal),
 }
 
 
