@@ -16,7 +16,8 @@ from pathlib import Path
 
 from bench.run import DATA, best, partition_dir, write_results
 from fixtures.generator import big_templates, repeat_to_size, write_partition
-from logtool.checks.engine import Target, check_target
+from logtool.checks.engine import check_target
+from logtool.store.discover import Target
 from logtool.recovery import index_rebuild
 from logtool.store.partition import Partition
 from logtool.store.seek import seek_offset

@@ -26,7 +26,8 @@ from bench import peers
 from bench.run import DATA, REPEAT, measured, partition_dir, write_results
 from fixtures.fleet import TopicSpec, write_fleet
 from fixtures.generator import big_templates, iter_entry_headers, repeat_to_size, write_partition
-from logtool.checks.engine import Target, check_target
+from logtool.checks.engine import check_target
+from logtool.store.discover import Target
 from logtool.format import kernel
 
 MIXED_BYTES = int(os.environ.get("BENCH_MIXED_BYTES", 300_000_000))

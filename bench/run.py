@@ -17,7 +17,8 @@ from pathlib import Path
 
 from bench import peers
 from fixtures.generator import write_big
-from logtool.checks.engine import Target, check_target
+from logtool.checks.engine import check_target
+from logtool.store.discover import Target
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data"

@@ -25,7 +25,8 @@ from pathlib import Path
 
 from bench.run import DATA, RESULTS, best, partition_dir, write_results
 from bench.segments import damage, disk_use, write_segments
-from logtool.checks.engine import Target, check_target
+from logtool.checks.engine import check_target
+from logtool.store.discover import Target
 from logtool.recovery.restore import restore
 from logtool.recovery.truncate import apply_plan
 from logtool.recovery.truncate_plan import RepairPlan, plan_repair

@@ -8,7 +8,8 @@ import pytest
 
 from conftest import run_logtool
 from fixtures.generator import write_big
-from logtool.checks.engine import Target, check_target
+from logtool.checks.engine import check_target
+from logtool.store.discover import Target
 from logtool.store import pacing as pacing_module
 from logtool.store.pacing import EVERY, FOLIO, PAGE, ReadPolicy, Throttle, read_policy, residency
 
