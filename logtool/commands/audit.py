@@ -87,7 +87,7 @@ def _one_line(e: Exception) -> str:
 @click.option("--conf", "conf", multiple=True, metavar="KEY=VALUE", callback=_conf,
               help="a Spark setting, as spark-submit's --conf (repeatable)")
 def command(paths: tuple[Path, ...], output: str, master: str | None, deep: bool, replicas: bool, fmt: str,
-            fail_on: str, max_read_rate: float | None, spare_page_cache: bool, transaction_timeout_ms: int,
+            fail_on: Severity, max_read_rate: float | None, spare_page_cache: bool, transaction_timeout_ms: int,
             task_bytes: int | None, locality_wait: float, conf: dict[str, str]) -> int:
     """Verify every partition of many log dirs as one Spark job: Parquet tables of findings, partitions and
     verify's verdict per log dir (and replica divergence with --replicas), a summary, and verify's exit codes."""
@@ -110,8 +110,7 @@ def command(paths: tuple[Path, ...], output: str, master: str | None, deep: bool
     from logtool.spark.task import Settings
 
     settings = Settings(deep, max_read_rate, spare_page_cache, replicas, transaction_timeout_ms)
-    audit = Audit(texts, output, settings, task_bytes,
-                  Severity.ERROR if fail_on == "error" else Severity.WARNING)
+    audit = Audit(texts, output, settings, task_bytes, fail_on)
     began = time.perf_counter()
     if sys.stderr.isatty():  # the first seconds are the JVM's: say so, rather than a bar that does not move
         print(f"logtool: starting Spark ({master or 'local[*]'}) ...", file=sys.stderr)
