@@ -159,6 +159,17 @@ def test_man_pages_are_current():
     assert not stale, f"docs/man differs from the code: {stale}; run `python -m tools.man`"
 
 
+def test_man_page_examples_paste_as_the_command_they_show():
+    """An example longer than the page is broken where a shell reads it as one command (a trailing
+    backslash), never where man would break it."""
+    for path, cmd in cliref.commands():
+        for command, _ in man._epilog(cmd.epilog)[0]:
+            lines = man.shell_lines(command)
+            assert all(len(line) <= man.EXAMPLE_WIDTH for line in lines if " " in line.strip()), lines
+            assert [line.endswith(" \\") for line in lines] == [True] * (len(lines) - 1) + [False]
+            assert " ".join(line.removesuffix(" \\").strip() for line in lines) == " ".join(command.split()), lines
+
+
 def test_there_is_a_man_page_for_every_command_and_the_catalog():
     names = set(man.pages())
     assert "man1/logtool.1" in names and "man7/logtool-findings.7" in names

@@ -60,6 +60,22 @@ def test_a_terminal_sees_bytes_move_within_one_segment(one_segment, monkeypatch,
     assert "MB" in terminal.getvalue() or "kB" in terminal.getvalue()  # bytes, not a count of partitions
 
 
+def test_a_plan_that_reads_a_damaged_tail_again_never_shows_more_done_than_the_total(tmp_path, monkeypatch,
+                                                                                       capsys):
+    """The repair plan reads a damaged segment's tail a second time (for --excise's count): the total grows
+    with it, rather than the display showing 123.1/119.8 kB."""
+    spec = g.BatchSpec(batches=300, records_per_batch=50, seed=6)
+    part = g.write_partition(tmp_path, "cut", 0, g.build_batches(spec), segment_bytes=1 << 30).path
+    [log] = part.glob("*.log")
+    size = log.stat().st_size
+    g.flip_bit(log, size // 2)  # a CRC mismatch half way: the tail past it is read again for the plan
+    rc, seen = _run(monkeypatch, capsys, _Terminal(), "truncate", part)
+    assert rc == 4 and seen
+    assert max(done for done, _ in seen) > size  # the tail was read twice ...
+    assert all(total is not None and done <= total for done, total in seen)  # ... and the display kept up
+    assert [t for _, t in seen] == sorted(t for _, t in seen)  # a total that only grows
+
+
 def test_nothing_in_a_pipe(one_segment, monkeypatch, capsys):
     part, _ = one_segment
     pipe = io.StringIO()

@@ -58,6 +58,34 @@ def _prose(text: str) -> list[str]:
     return lines
 
 
+# The columns an example command may take in the page: man's margin and the examples' indent take the rest of 80.
+EXAMPLE_WIDTH = 66
+
+
+def shell_lines(command: str, width: int = EXAMPLE_WIDTH) -> list[str]:
+    """`command` as lines of at most `width` columns where it can be (a word longer stays whole), continued
+    with a backslash as a shell reads them: man would otherwise break it where a pasted copy breaks too."""
+    words, word, quote = [], "", ""
+    for ch in command:  # split at spaces outside quotes: a jq filter stays one word
+        if ch == " " and not quote:
+            if word:
+                words.append(word)
+            word = ""
+            continue
+        if ch in "'\"" and quote in ("", ch):
+            quote = "" if quote == ch else ch
+        word += ch
+    words.append(word)
+    lines = [words[0]]
+    for w in words[1:]:
+        if len(lines[-1]) + 1 + len(w) + 2 <= width:
+            lines[-1] += " " + w
+        else:
+            lines[-1] += " \\"
+            lines.append("    " + w)
+    return lines
+
+
 def _epilog(epilog: str | None) -> tuple[list[tuple[str, str]], str]:
     """(examples as (command, what it does), the exit-code paragraph) of a command's epilog."""
     examples: list[tuple[str, str]] = []
@@ -108,7 +136,8 @@ def command_page(path: tuple[str, ...]) -> str:
     if examples:
         lines += [".SH EXAMPLES"]
         for command, what in examples:
-            lines += [".PP", ".RS 4", esc(command), ".RE", ".RS 8", esc(_plain(what)), ".RE"]
+            lines += [".PP", ".RS 4", ".nf", *map(esc, shell_lines(command)), ".fi", ".RE", ".RS 8", esc(_plain(what)),
+                      ".RE"]
     if exit_text:
         lines += [".SH \"EXIT STATUS\"", ".PP", esc(_plain(exit_text))]
     see = ["logtool (1)"] if path else []

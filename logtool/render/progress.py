@@ -38,6 +38,12 @@ class Meter:
     def add(self, n: int = 1) -> None:
         if self._bar is not None and self._task is not None:
             self._bar.advance(self._task, n)
+            # The total is what a listing saw before the reads; a command that reads some bytes twice (a
+            # repair plan reads a damaged segment's tail again past the damage) goes past it. The total then
+            # grows with what is done, so the display never shows more done than there is.
+            task = next(t for t in self._bar.tasks if t.id == self._task)
+            if task.total is not None and task.completed > task.total:
+                self._bar.update(self._task, total=task.completed)
 
     def reading(self, policy: ReadPolicy | None) -> ReadPolicy | None:
         """`policy` (or none) with every byte the walker reads counted here."""
