@@ -33,9 +33,39 @@ SOURCES = [
 def test_the_kernel_is_loaded_unless_the_pure_path_is_asked_for():
     # CI and `make` build it (gcc and the Python headers are there): not loading it there is a defect.
     if os.environ.get(kernel.PURE_ENV):
-        assert kernel.KERNEL is None
+        assert kernel.KERNEL is None and kernel.active() is None
     else:
         assert kernel.KERNEL is not None, kernel.WHY_PURE
+        assert kernel.active() is kernel.KERNEL
+
+
+def test_pure_holds_for_its_block_in_this_thread_alone(fast):
+    """pure() is a context, not a switch of the process: nested blocks undo in order, and a thread running
+    meanwhile (or started inside the block, with a context of its own) keeps the kernel."""
+    import threading
+
+    seen: list = []
+    with kernel.pure():
+        assert kernel.active() is None
+        with kernel.pure():
+            assert kernel.active() is None
+        assert kernel.active() is None
+        other = threading.Thread(target=lambda: seen.append(kernel.active()))
+        other.start()
+        other.join()
+        assert kernel.KERNEL is fast
+    assert kernel.active() is fast
+    assert seen == [fast]
+
+
+def test_the_code_asks_whether_it_runs_on_the_kernel():
+    """Only the adapter reads the loaded module (and the CRC, the same answer either way): everything else asks
+    `kernel.active()`, which `pure()` reaches."""
+    import re
+
+    readers = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "logtool").rglob("*.py")
+                     if re.search(r"\bKERNEL\b", p.read_text()))
+    assert readers == ["logtool/format/crc.py", "logtool/format/kernel.py"]
 
 
 @settings(max_examples=300, deadline=None)
@@ -143,8 +173,7 @@ def test_clean_records_says_clean_exactly_where_the_reference_finds_nothing(fast
     n = fast.clean_records(payload, plain.count, plain.base_offset, plain.last_offset, plain.first_timestamp,
                            plain.max_timestamp, True, not plain.attributes & 0x48)
     sink = Sink("x")
-    with kernel.pure():
-        decoded = check_records(batch, plain, sink)
+    decoded = check_records(batch, plain, sink, None)  # the reference
     findings = sink.done()
     assert (n >= 0) == (findings == []), findings
     if n >= 0:
@@ -176,11 +205,10 @@ def test_clean_records_on_records_built_to_break_each_check(fast, records, base,
     data = bytes(builder.build())
     view = BatchView(0, len(data), 2, base, base + max((r[0] for r in records), default=0) + last,
                      len(records) + count, attributes, base_ts, base_ts + max_ts, -1, -1, -1, 0, 0, 0)
-    with kernel.pure():
-        sink = Sink("x")
-        decoded = check_records(data, view, sink)
+    sink = Sink("x")
+    decoded = check_records(data, view, sink, None)  # the reference
     findings = sink.done()
-    n = _clean_count(data, view)
+    n = _clean_count(fast, data, view)
     if n >= 0:
         assert findings == [] and n == decoded
     elif findings == []:  # asked the reference only where an int64 ends: the answer is the reference's
@@ -235,12 +263,11 @@ def test_clean_records_on_each_check_s_edge(fast, edge):
     base, base_ts = 5000, 1_700_000_000_000
     view = BatchView(0, len(data), 2, base, base + last, count, attributes, base_ts, base_ts + max_ts,
                      -1, -1, -1, 0, 0, 0)
-    with kernel.pure():
-        sink = Sink("x")
-        decoded = check_records(data, view, sink)
+    sink = Sink("x")
+    decoded = check_records(data, view, sink, None)  # the reference
     names = [f.name for f in sink.done()]
     assert names[:1] == ([] if expected is None else [expected])
-    n = _clean_count(data, view)
+    n = _clean_count(fast, data, view)
     assert (n >= 0) == (expected is None)
     if expected is None:
         assert n == decoded == len(deltas)
@@ -435,8 +462,8 @@ def test_kernel_json_lines_reach_any_stream_in_order(encoding):
 
 # The two lenses the kernel sums up a run of batches for (plain_run, index_run): fed the same runs of batches,
 # built to hit each thing either lens reports (offsets that go back or leave the base's reach, a new leader
-# epoch, unknown magic or codec, a legacy wrapper with no base, index entries off a batch start, reaching
-# back, out of order), they end in the same state and report the same findings on both paths.
+# epoch, unknown magic or codec, a negative magic byte, a legacy wrapper with no base, index entries off a batch
+# start, reaching back, out of order), they end in the same state and report the same findings on both paths.
 
 
 def _mostly(usual, *rare):
@@ -454,7 +481,7 @@ def _runs(draw):
         last = first + draw(_mostly(3, 0, -1))
         legacy = draw(st.integers(0, 40)) == 0
         views.append(BatchView(
-            position=position, size=100, magic=draw(_mostly(2, 1, 0, 3)),
+            position=position, size=100, magic=draw(_mostly(2, 1, 0, 3, -1)),
             base_offset=None if legacy else first, last_offset=last, count=4,
             attributes=draw(_mostly(0, 1, 4, 5, 7, 0x10)), first_timestamp=draw(st.integers(-1, 9)),
             max_timestamp=draw(_mostly(3, -1, 9, 2**63 - 1)), producer_id=-1, producer_epoch=-1,
@@ -514,16 +541,43 @@ def test_lenses_sum_up_runs_exactly_as_they_walk_them(fast, case, data):
 
 
 def test_a_plain_run_is_summed_up_and_a_broken_one_is_not(fast):
+    from logtool.checks.index import INDEX_RUN
+    from logtool.checks.segment import PLAIN_RUN
+
     views = [BatchView(i * 100, 100, 2, 10 + 4 * i, 13 + 4 * i, 4, c, 0, 7 - i, -1, -1, -1, 3, 1, 1)
              for i, c in enumerate((0, 4, 1))]
-    assert fast.plain_run(views, 10) == (10, 21, 7, 0b10011, 0b100, 3)
-    assert fast.plain_run([views[0], views[0]], 10) is None  # offsets do not grow
-    assert fast.plain_run([views[0], views[1]._replace(partition_leader_epoch=4)], 10) is None
-    assert fast.plain_run([views[0]._replace(base_offset=None)], 10) is None
-    assert fast.plain_run(views, 2**63 - 1) is None  # offsets below the base
+    assert fast.plain_run(views, 10, 9, 3, PLAIN_RUN) == (21, 7, 0b10011, 0b100)
+    assert fast.plain_run(views, 10, 10, 3, PLAIN_RUN) is None  # the first does not follow the batch before
+    assert fast.plain_run([views[0], views[0]], 10, 9, 3, PLAIN_RUN) is None  # offsets do not grow
+    assert fast.plain_run(views, 10, 9, 4, PLAIN_RUN) is None  # the lens's run is of another leader epoch
+    assert fast.plain_run([views[0], views[1]._replace(partition_leader_epoch=4)], 10, 9, 3, PLAIN_RUN) is None
+    assert fast.plain_run([views[0]._replace(base_offset=None)], 10, 9, 3, PLAIN_RUN) is None
+    assert fast.plain_run(views, 2**63 - 1, 9, 3, PLAIN_RUN) is None  # offsets below the base
     index = b"".join(r.to_bytes(4, "big") + p.to_bytes(4, "big") for r, p in ((0, 0), (8, 200)))
-    assert fast.index_run(views, index, 0, 2, 10, None) == (3, 2, 21)
-    assert fast.index_run(views, index[:8] + (10).to_bytes(4, "big") + (200).to_bytes(4, "big"), 0, 2, 10, None) \
-        == (3, 2, 21)  # an entry may name any offset of its batch
-    assert fast.index_run(views, index[:8] + (3).to_bytes(4, "big") + (200).to_bytes(4, "big"), 0, 2, 10, None) \
-        == (2, 1, 17)  # the entry for batch 3 names offset 13, in batch 2: the lens words that
+    assert fast.index_run(views, index, 0, 2, 10, None, INDEX_RUN) == (3, 2, 21)
+    assert fast.index_run(views, index[:8] + (10).to_bytes(4, "big") + (200).to_bytes(4, "big"), 0, 2, 10, None,
+                          INDEX_RUN) == (3, 2, 21)  # an entry may name any offset of its batch
+    # the entry for batch 3 names offset 13, in batch 2: the lens words that
+    assert fast.index_run(views, index[:8] + (3).to_bytes(4, "big") + (200).to_bytes(4, "big"), 0, 2, 10, None,
+                          INDEX_RUN) == (2, 1, 17)
+
+
+def test_the_kernel_holds_a_run_to_the_bounds_it_is_given(fast):
+    """No bound of its own: what plain_run and index_run take moves with the declaration they are handed."""
+    from logtool.checks.index import INDEX_RUN
+    from logtool.checks.segment import PLAIN_RUN
+
+    views = [BatchView(i * 100, 100, 2, 10 + 4 * i, 13 + 4 * i, 4, c, 0, 7 - i, -1, -1, -1, 3, 1, 1)
+             for i, c in enumerate((0, 4, 1))]
+    assert fast.plain_run(views, 10, 9, 3, PLAIN_RUN._replace(codecs=(0b1111,) * 3)) is None  # zstd unknown
+    assert fast.plain_run(views, 10, 9, 3, PLAIN_RUN._replace(codecs=(0b11111,) * 2)) is None  # magic 2 unknown
+    assert fast.plain_run(views, 10, 9, 3, PLAIN_RUN._replace(max_relative_offset=10)) is None
+    assert fast.plain_run(views, 10, 9, 3, PLAIN_RUN._replace(max_relative_offset=11)) is not None
+    assert fast.plain_run([views[0], views[0]], 10, 9, 3, PLAIN_RUN._replace(increasing=False)) == (13, 7, 1, 4)
+    index = b"".join(r.to_bytes(4, "big") + p.to_bytes(4, "big") for r, p in ((3, 0), (8, 150)))
+    assert fast.index_run(views, index, 0, 2, 10, None, INDEX_RUN) == (2, 1, 17)  # 150 is not a batch start
+    assert fast.index_run(views, index, 0, 2, 10, None, INDEX_RUN._replace(at_batch_start=False)) == (3, 2, 21)
+    with pytest.raises(TypeError, match="PlainRunBounds"):
+        fast.plain_run(views, 10, 9, 3, INDEX_RUN)
+    with pytest.raises(TypeError, match="IndexRunBounds"):
+        fast.index_run(views, index, 0, 2, 10, None, PLAIN_RUN)

@@ -20,6 +20,21 @@ from logtool.format.index import (OFFSET_ENTRY, entries, TIME_ENTRY, TXN_ENTRY, 
 from logtool.store.segment import WalkOutcome
 from logtool.store.sidefile import SideFile
 
+# The bounds `OffsetIndexCheck` holds each entry to as it meets the batches, declared for the kernel: it merges
+# a run with the entries (index_run) only while each entry keeps within them; the kinds beside each are what
+# the lens reports of an entry that does not.
+INDEX_RUN = kernel.IndexRunBounds(
+    at_batch_start=True,  # INDEX_WRONG_POSITION: "not the start of a batch"
+    after_previous_batch=True,  # INDEX_WRONG_POSITION: "in an earlier batch"
+    within_batch=True,  # INDEX_WRONG_POSITION: "points at a batch starting at"
+    increasing=True,  # INDEX_NOT_INCREASING
+)
+# Every kind `OffsetIndexCheck` reports of an entry as the batches come (each it names outside `__init__` and
+# `finish`); tests/test_kernel_guard.py holds a case of each in which the kernel path reports what the pure path
+# does.
+PER_BATCH = (INDEX_WRONG_POSITION, INDEX_NOT_INCREASING)
+
+
 def _beyond(walk: WalkOutcome) -> str:
     """Entries past the valid log: into a damaged tail, which the recovery that cuts it heals by rebuilding
     the indexes; or past the end of a whole log, which nothing heals."""
@@ -49,6 +64,7 @@ class OffsetIndexCheck:
 
     def __init__(self, side: SideFile, base: int, active: bool, sink: Sink) -> None:
         self.base = base
+        self.fast = kernel.active()  # asked once a segment: the pure path feeds its batches one at a time
         self.rep = sink.for_file(side.name)
         self.data, self.entries, self.read = memoryview(b""), 0, 0  # the entries, how many, how many read
         self.prev: tuple[int, int] | None = None
@@ -84,9 +100,8 @@ class OffsetIndexCheck:
         if self.next is None:  # every entry met: what is left to know of a batch is its last offset
             self.prev_batch_last = views[-1].last_offset
             return
-        fast = kernel.KERNEL
-        if fast is not None:
-            views = self._take_plain_run(fast, views)
+        if self.fast is not None:
+            views = self._take_plain_run(self.fast, views)
         # Most batches hold no index entry (one per 4 KiB of log): only those that do go through `feed`.
         for v in views:
             if self.next is not None and self.next[1] <= v.position:
@@ -100,7 +115,7 @@ class OffsetIndexCheck:
         `feed` and `_advance` would); the batches from the first it is not sure of are left to them."""
         at = self.read - 1  # the entry in self.next
         taken, at_after, self.prev_batch_last = fast.index_run(views, self.data, at, self.entries, self.base,
-                                                               self.prev_batch_last)
+                                                               self.prev_batch_last, INDEX_RUN)
         if at_after > at:
             self.prev, self.read = self._entry(at_after - 1), at_after
             self._advance()  # reads the next entry again (the kernel found it follows on)

@@ -10,10 +10,11 @@ from logtool.format.batch import BatchView
 from logtool.format.records import RecordError, batch_payload, iter_records, parse_control
 
 
-def check_records(buf: Bytes, view: BatchView, sink: Sink) -> int:
-    """Decode every record of one whole, valid batch into `sink`'s findings; returns how many were decoded."""
-    if kernel.KERNEL is not None and view.magic >= 2 and not view.attributes & 0x20:
-        n = _clean_count(buf, view)
+def check_records(buf: Bytes, view: BatchView, sink: Sink, fast: kernel.Kernel | None) -> int:
+    """Decode every record of one whole, valid batch into `sink`'s findings; returns how many were decoded.
+    `fast`: the kernel the walk runs on (`kernel.active()`, asked once a walk), None on the pure path."""
+    if fast is not None and view.magic >= 2 and not view.attributes & 0x20:
+        n = _clean_count(fast, buf, view)
         if n >= 0:
             return n
     # The reference: it decodes every record and words what is wrong (and is what the kernel answers for).
@@ -62,11 +63,11 @@ def _check_each(buf: Bytes, view: BatchView, report: Callable[[Kind | str, str],
     return n, True
 
 
-def _clean_count(buf: Bytes, view: BatchView) -> int:
+def _clean_count(fast: kernel.Kernel, buf: Bytes, view: BatchView) -> int:
     """How many records the compiled kernel finds in a v2 data batch where no check above would report
     anything; -1 where one would, or where the payload cannot be had: the reference then says why."""
     try:
         payload = batch_payload(buf, view)
     except RecordError:
         return -1
-    return kernel.clean_count(payload, view, checks=True)
+    return kernel.clean_count(fast, payload, view, checks=True)

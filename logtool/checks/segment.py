@@ -17,10 +17,30 @@ from logtool.checks.producers import ProducerCheck, ProducerSpan
 from logtool.checks.index import OffsetIndexCheck, TimeIndexCheck, TxnIndexCheck
 from logtool.checks.records import check_records
 from logtool.format import kernel
-from logtool.format.batch import MAX_SEGMENT_BYTES, BatchView, FrameStop, codec_name
+from logtool.format.batch import CODEC_NAMES, MAX_SEGMENT_BYTES, BatchView, FrameStop, codec_name
 from logtool.format.index import MAX_RELATIVE_OFFSET
 from logtool.store.segment import Lens, Segment, WalkOutcome, feeder
 
+# By magic, the codec ids it knows, a bit each: v0 and v1 messages all but zstd, which came with v2 (KIP-110).
+_V2_CODECS = (1 << len(CODEC_NAMES)) - 1
+_LEGACY_CODECS = _V2_CODECS & ~(1 << CODEC_NAMES.index("zstd"))
+_KNOWN_CODECS = (_LEGACY_CODECS, _LEGACY_CODECS, _V2_CODECS)
+_KNOWN_MAGICS = len(_KNOWN_CODECS)
+
+# The bounds `_BatchRules` holds each batch to, as data: its checks read these constants, and so does the
+# kernel, which sums up a run whole (plain_run) only where every batch keeps within them; the kinds beside
+# each are what the lens reports of a batch outside.
+PLAIN_RUN = kernel.PlainRunBounds(
+    codecs=_KNOWN_CODECS,  # UNKNOWN_MAGIC from magic 3 on; UNKNOWN_CODEC
+    max_relative_offset=MAX_RELATIVE_OFFSET,  # OFFSET_OVERFLOW
+    increasing=True,  # OFFSET_NOT_INCREASING (rules/offsets.py)
+)
+# Every kind `_BatchRules` reports of a batch (each it names outside `__init__` and `finish`). The kernel takes
+# no batch that holds one: it is past a bound of PLAIN_RUN, or has no base offset (a legacy wrapper's view is no
+# run's), or is a segment's first (never offered). tests/test_kernel_guard.py holds a case of each in which the
+# kernel path reports what the pure path does.
+PER_BATCH = (OFFSET_NOT_INCREASING, OFFSET_OVERFLOW, UNKNOWN_MAGIC, UNKNOWN_CODEC, LEGACY_WRAPPER_UNREADABLE,
+             FIRST_OFFSET_BELOW_NAME, FIRST_OFFSET_ABOVE_NAME)
 
 
 @dataclass(slots=True)
@@ -70,12 +90,13 @@ class _BatchRules:
         self.prev_last: int | None = None
         self.codec_ids: set[int] = set()
         self.epoch, self.run_start = -1, 0  # leader epoch of the current run of batches, and its first offset
+        self.fast = kernel.active()  # asked once a segment: the pure path feeds its batches one at a time
 
     def feed(self, v: BatchView) -> None:
         self.feed_many([v])
 
     def feed_many(self, views: list[BatchView]) -> None:
-        fast = kernel.KERNEL
+        fast = self.fast
         if fast is not None:
             if self.prev_last is None and len(views) > 1:  # the first batch is held to the file name here
                 self._feed_each(views[:1])
@@ -100,9 +121,14 @@ class _BatchRules:
             if not 0 <= last - base <= MAX_RELATIVE_OFFSET:
                 self._report(OFFSET_OVERFLOW, f"offset {last} is not within 2^31-1 of the segment base "
                                               f"{base}", v, last)
-            if magic > 2:
+            if 0 <= magic < _KNOWN_MAGICS:
+                codecs = _KNOWN_CODECS[magic]
+            elif magic < 0:  # a negative magic byte is read as a legacy message (format/batch.py), and held to
+                codecs = _KNOWN_CODECS[0]  # the oldest magic's codecs
+            else:
                 self._report(UNKNOWN_MAGIC, f"batch at byte {v.position} has magic {magic}", v, first)
-            if codec > 4 or (magic < 2 and codec > 3):
+                codecs = _KNOWN_CODECS[-1]  # a magic past the newest is held to the newest one's codecs
+            if not codecs >> codec & 1:
                 self._report(UNKNOWN_CODEC, f"batch at byte {v.position} names codec id {codec}", v, first)
             if v.base_offset is None:
                 self._report(LEGACY_WRAPPER_UNREADABLE, f"compressed wrapper at byte {v.position} (last offset "
@@ -120,20 +146,18 @@ class _BatchRules:
         rep.last_offset, rep.max_timestamp = prev, max_ts
 
     def _take_plain_run(self, fast: kernel.Kernel, views: list[BatchView], prev_last: int) -> bool:
-        """A run the loop below would find nothing in, summed up by the kernel: True once it is taken."""
-        plain = fast.plain_run(views, self.base)
+        """A run the loop above would find nothing in, summed up by the kernel: True once it is taken."""
+        plain = fast.plain_run(views, self.base, prev_last, self.epoch, PLAIN_RUN)
         if plain is None:
             return False
-        first, last, max_ts, codecs, magics, epoch = plain
-        if first <= prev_last or epoch != self.epoch:
-            return False
+        last, max_ts, codecs, magics = plain
         rep = self.rep
         self.sink.walked.at = views[-1].position
         self.prev_last = rep.last_offset = last
         if rep.max_timestamp is None or max_ts > rep.max_timestamp:
             rep.max_timestamp = max_ts
-        self.codec_ids.update(c for c in range(5) if codecs >> c & 1)
-        rep.magic.update(m for m in range(3) if magics >> m & 1)
+        self.codec_ids.update(c for c in range(codecs.bit_length()) if codecs >> c & 1)
+        rep.magic.update(m for m in range(magics.bit_length()) if magics >> m & 1)
         return True
 
     def _first_batch(self, v: BatchView, first: int) -> None:
@@ -253,7 +277,7 @@ def _walk(seg: Segment, walk: WalkOutcome, lenses: list[Lens], deep: bool, sink:
     """Feed every lens the walk's runs of batches; with `deep`, decode each batch's records into `sink`'s
     findings too. Returns how many records were decoded."""
     records = 0
-    buf = seg.buf
+    buf, fast = seg.buf, kernel.active()
     feeds = [feeder(lens) for lens in lenses]
     for views in seg.walk_runs(walk, reads_bytes=deep):
         for feed in feeds:
@@ -261,7 +285,7 @@ def _walk(seg: Segment, walk: WalkOutcome, lenses: list[Lens], deep: bool, sink:
         if deep:
             for view in views:
                 sink.walked.at = view.position
-                records += check_records(buf, view, sink)
+                records += check_records(buf, view, sink, fast)
     return records
 
 

@@ -15,12 +15,14 @@
  *     of a v2 batch's (uncompressed) payload with every check `check_records` applies, and returns how
  *     many there are when none of them would report anything; -1 when one would (or an arithmetic corner
  *     is reached): the pure path then decodes the batch again and words the finding.
- *   plain_run(views, base) summarises a run of batches the segment lens (checks/segment.py) would report
- *     nothing about among themselves: offsets that grow, one leader epoch, known magic and codec, offsets
- *     within 2^31-1 of the base; None otherwise, and the lens walks the run itself.
- *   index_run(views, index, j, n, base, previous last) merges a run of batches with the offset index from
- *     entry j as the offset index lens does, and stops before the first batch where an entry is not
- *     plainly right: the lens takes that batch and the rest, and words any finding.
+ *   plain_run(views, base, previous last, epoch, bounds) sums up a run of batches that follows the segment
+ *     lens's (checks/segment.py) last batch in its leader epoch, where every batch keeps within the bounds
+ *     the lens declares (PlainRunBounds: the magics and codecs it knows, how far above the base offsets
+ *     reach, whether they must increase); None otherwise, and the lens walks the run itself.
+ *   index_run(views, index, j, n, base, previous last, bounds) merges a run of batches with the offset
+ *     index from entry j as the offset index lens does, and stops before the first batch where an entry
+ *     is not within the bounds the lens declares (IndexRunBounds): the lens takes that batch and the
+ *     rest, and words any finding.
  *   crc32c(data) the Castagnoli CRC, for the tests that hold this copy to the crc32c package.
  *   threads([n]) how many threads may check a pass's CRCs (the CPUs of the affinity, at most 4; 1: this one);
  *     split_passes() how many passes have had them checked on more than one, for the tests and the bench.
@@ -429,6 +431,10 @@ fail:
 
 /* ---- runs of batches, as two lenses see them ------------------------------------------------------ */
 
+/* Each lens declares, as data, the bounds a run must keep to for the kernel to take it (PlainRunBounds,
+ * IndexRunBounds in format/kernel.py: tuples read here by position). The kernel holds no rule of its own:
+ * past a bound is something the lens reports, so the kernel declines and the lens walks the batches. */
+
 /* An int an int64 holds, or -1 where it is not one (None, a bigger int): "ask Python". */
 static int int64_of(PyObject *v, int64_t *out)
 {
@@ -451,21 +457,81 @@ static inline int view_field(PyObject *view, Py_ssize_t i, int64_t *out)
 
 enum { F_POSITION = 0, F_MAGIC = 2, F_BASE = 3, F_LAST = 4, F_ATTRIBUTES = 6, F_MAX_TS = 8, F_LEADER_EPOCH = 12,
        VIEW_FIELDS = 15 };
-#define MAX_RELATIVE_OFFSET 2147483647LL
 
 static inline int is_view(PyObject *v) { return PyTuple_Check(v) && PyTuple_GET_SIZE(v) == VIEW_FIELDS; }
 
+/* A declaration's tuple of `n` fields, or a TypeError naming what it should have been. */
+static int declared(PyObject *bounds, Py_ssize_t n, const char *what)
+{
+    if (PyTuple_Check(bounds) && PyTuple_GET_SIZE(bounds) == n)
+        return 0;
+    PyErr_Format(PyExc_TypeError, "the bounds are a %s", what);
+    return -1;
+}
+
+/* Each of a declaration's fields as a flag (IndexRunBounds: all of them). */
+static int flags_of(PyObject *bounds, int *flags, Py_ssize_t n, const char *what)
+{
+    if (declared(bounds, n, what) < 0)
+        return -1;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if ((flags[i] = PyObject_IsTrue(PyTuple_GET_ITEM(bounds, i))) < 0)
+            return -1;
+    return 0;
+}
+
+/* The magics plain_run's answer can name (a bit each); a declaration of more is refused. */
+#define MAX_MAGICS 64
+
+/* PlainRunBounds, read. */
+struct plain_bounds {
+    unsigned char codecs[MAX_MAGICS]; /* by magic, the bits of the codec ids it may name */
+    Py_ssize_t magics;                /* the magics known: 0 .. magics - 1 */
+    long long max_relative;
+    int increasing;
+};
+
+static int plain_bounds_of(PyObject *bounds, struct plain_bounds *b)
+{
+    if (declared(bounds, 3, "PlainRunBounds") < 0)
+        return -1;
+    PyObject *codecs = PyTuple_GET_ITEM(bounds, 0);
+    if (!PyTuple_Check(codecs) || PyTuple_GET_SIZE(codecs) > MAX_MAGICS) {
+        PyErr_SetString(PyExc_ValueError, "PlainRunBounds.codecs: a tuple of at most 64 magics' codec bits");
+        return -1;
+    }
+    b->magics = PyTuple_GET_SIZE(codecs);
+    for (Py_ssize_t m = 0; m < b->magics; m++) {
+        long bits = PyLong_AsLong(PyTuple_GET_ITEM(codecs, m));
+        if (bits == -1 && PyErr_Occurred())
+            return -1;
+        if (bits < 0 || bits > 0xFF) { /* a codec id is 3 bits of the attributes */
+            PyErr_SetString(PyExc_ValueError, "PlainRunBounds.codecs: codec bits of ids 0 to 7");
+            return -1;
+        }
+        b->codecs[m] = (unsigned char)bits;
+    }
+    b->max_relative = PyLong_AsLongLong(PyTuple_GET_ITEM(bounds, 1));
+    if (b->max_relative == -1 && PyErr_Occurred())
+        return -1;
+    b->increasing = PyObject_IsTrue(PyTuple_GET_ITEM(bounds, 2));
+    return b->increasing < 0 ? -1 : 0;
+}
+
 static PyObject *k_plain_run(PyObject *self, PyObject *args)
 {
-    PyObject *views;
-    long long base;
-    if (!PyArg_ParseTuple(args, "O!L", &PyList_Type, &views, &base))
+    PyObject *views, *prev_obj, *bounds_obj;
+    long long base, epoch;
+    struct plain_bounds bounds;
+    if (!PyArg_ParseTuple(args, "O!LOLO", &PyList_Type, &views, &base, &prev_obj, &epoch, &bounds_obj) ||
+        plain_bounds_of(bounds_obj, &bounds) < 0)
         return NULL;
     Py_ssize_t n = PyList_GET_SIZE(views);
-    if (n == 0)
+    int64_t prev_last, max_ts = 0;
+    if (n == 0 || int64_of(prev_obj, &prev_last))
         Py_RETURN_NONE;
-    int64_t first = 0, prev_last = 0, max_ts = 0, epoch = 0;
-    unsigned codecs = 0, magics = 0;
+    unsigned codecs = 0;
+    unsigned long long magics = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *v = PyList_GET_ITEM(views, i);
         int64_t magic, b, last, attributes, ts, le, rel;
@@ -473,24 +539,22 @@ static PyObject *k_plain_run(PyObject *self, PyObject *args)
             view_field(v, F_LAST, &last) || view_field(v, F_ATTRIBUTES, &attributes) ||
             view_field(v, F_MAX_TS, &ts) || view_field(v, F_LEADER_EPOCH, &le))
             Py_RETURN_NONE;
-        int codec = (int)(attributes & 0x07);
-        if (magic < 0 || magic > 2 || codec > 4 || (magic < 2 && codec > 3) || last < b)
+        int codec = (int)(attributes & 0x07); /* the codec id: the attributes' low 3 bits (FORMAT.md) */
+        if (magic < 0 || magic >= bounds.magics || !(bounds.codecs[magic] >> codec & 1))
             Py_RETURN_NONE;
-        if (__builtin_sub_overflow(last, (int64_t)base, &rel) || rel < 0 || rel > MAX_RELATIVE_OFFSET)
+        if (bounds.increasing && (b <= prev_last || last < b))
             Py_RETURN_NONE;
-        if (i == 0) {
-            first = b, epoch = le, max_ts = ts;
-        } else if (b <= prev_last || le != epoch) {
+        if (__builtin_sub_overflow(last, (int64_t)base, &rel) || rel < 0 || rel > bounds.max_relative)
             Py_RETURN_NONE;
-        } else if (ts > max_ts) {
+        if (le != epoch)
+            Py_RETURN_NONE; /* a run of another leader epoch is the lens's to open */
+        if (i == 0 || ts > max_ts)
             max_ts = ts;
-        }
         codecs |= 1u << codec;
-        magics |= 1u << magic;
+        magics |= 1ull << magic;
         prev_last = last;
     }
-    return Py_BuildValue("(LLLIIL)", (long long)first, (long long)prev_last, (long long)max_ts, codecs, magics,
-                         (long long)epoch);
+    return Py_BuildValue("(LLIK)", (long long)prev_last, (long long)max_ts, codecs, magics);
 }
 
 /* An offset index entry j, absolute: (base + relative offset, position), both int32 big-endian; -1 where the
@@ -501,12 +565,17 @@ static inline int index_entry(const unsigned char *d, Py_ssize_t j, int64_t base
     return __builtin_add_overflow(base, (int64_t)(int32_t)be32(d + 8 * j), offset) ? -1 : 0;
 }
 
+/* IndexRunBounds, by field. */
+enum { AT_BATCH_START, AFTER_PREVIOUS_BATCH, WITHIN_BATCH, ENTRIES_INCREASING, INDEX_BOUNDS };
+
 static PyObject *k_index_run(PyObject *self, PyObject *args)
 {
-    PyObject *views, *obj, *pbl_obj;
+    PyObject *views, *obj, *pbl_obj, *bounds_obj;
     Py_ssize_t j, n;
     long long base;
-    if (!PyArg_ParseTuple(args, "O!OnnLO", &PyList_Type, &views, &obj, &j, &n, &base, &pbl_obj))
+    int bound[INDEX_BOUNDS];
+    if (!PyArg_ParseTuple(args, "O!OnnLOO", &PyList_Type, &views, &obj, &j, &n, &base, &pbl_obj, &bounds_obj) ||
+        flags_of(bounds_obj, bound, INDEX_BOUNDS, "IndexRunBounds") < 0)
         return NULL;
     if (j < 0) {
         PyErr_SetString(PyExc_ValueError, "index_run: entry numbers start at 0");
@@ -533,25 +602,26 @@ static PyObject *k_index_run(PyObject *self, PyObject *args)
         if (!is_view(v) || view_field(v, F_POSITION, &pos) || view_field(v, F_BASE, &first) ||
             view_field(v, F_LAST, &last))
             break;
-        if (j < n) {
-            int64_t offset, at;
+        /* the entries that name this batch (a position up to its start), as the lens's feed takes them */
+        int64_t offset, at;
+        for (; j < n; j++) {
             if (index_entry(d, j, base, &offset, &at))
+                goto stop;
+            if (at > pos)
                 break;
-            if (at <= pos) { /* the entry names this batch: it must start here and not reach back */
-                if (at != pos || (has_pbl && offset <= pbl) || offset < first)
-                    break;
-                if (j + 1 < n) { /* the next entry must follow it (the lens checks as it reads it) */
-                    int64_t next_offset, next_at;
-                    if (index_entry(d, j + 1, base, &next_offset, &next_at) || next_offset <= offset ||
-                        next_at <= at)
-                        break;
-                }
-                j++;
+            if ((bound[AT_BATCH_START] && at != pos) || (bound[AFTER_PREVIOUS_BATCH] && has_pbl && offset <= pbl) ||
+                (bound[WITHIN_BATCH] && offset < first))
+                goto stop;
+            if (bound[ENTRIES_INCREASING] && j + 1 < n) { /* the lens holds the next one to it as it reads it */
+                int64_t next_offset, next_at;
+                if (index_entry(d, j + 1, base, &next_offset, &next_at) || next_offset <= offset || next_at <= at)
+                    goto stop;
             }
         }
         pbl = last;
         has_pbl = 1;
     }
+stop:
     PyBuffer_Release(&b);
     if (!has_pbl)
         return Py_BuildValue("(nnO)", k, j, Py_None);
@@ -1188,11 +1258,11 @@ static PyMethodDef kernel_methods[] = {
      PyDoc_STR("render_json(payload, count, base_offset, base_ts, append_ts, base_seq, ts_type, key_mode, "
                "value_mode, large, tail, unverified) -> ASCII lines (bytes) or None")},
     {"plain_run", k_plain_run, METH_VARARGS,
-     PyDoc_STR("plain_run([BatchView, ...], segment base) -> (first base, last offset, max timestamp, codec bits, "
-               "magic bits, leader epoch) or None")},
+     PyDoc_STR("plain_run([BatchView, ...], segment base, previous batch's last offset, leader epoch, PlainRunBounds)"
+               " -> (last offset, max timestamp, codec bits, magic bits) or None")},
     {"index_run", k_index_run, METH_VARARGS,
      PyDoc_STR("index_run([BatchView, ...], index bytes, next entry, entries, segment base, previous batch's last "
-               "offset or None) -> (batches taken, next entry, previous batch's last offset)")},
+               "offset or None, IndexRunBounds) -> (batches taken, next entry, previous batch's last offset)")},
     {"crc32c", k_crc32c, METH_O, PyDoc_STR("crc32c(data) -> int")},
     {"threads", k_threads, METH_VARARGS,
      PyDoc_STR("threads([n]) -> how many threads check a pass's CRCs at most (before n, when n is given)")},

@@ -3,8 +3,9 @@
 The compiled kernel's CRC-32C where it is built (format/_kernel.c; the tests hold it to the crc32c
 package's), else the hardware-accelerated `crc32c` package (importing it is a noticeable part of a small
 command's start-up: bench/results/kernel.md), else crcmod's table-driven CRC-32C for platforms where
-neither can be had (far slower, still correct). The kernel is looked up once: the pure path (LOGTOOL_PURE)
-gives the same answers.
+neither can be had (far slower, still correct). The kernel is looked up once, as it was loaded, and not
+through `kernel.active()`: a CRC is the same answer on both paths, so `pure()` leaves it be (LOGTOOL_PURE,
+which loads no kernel, does not).
 """
 from __future__ import annotations
 

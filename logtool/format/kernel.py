@@ -1,23 +1,52 @@
-"""The compiled kernel (`_kernel.c`), where it was built, and the switch that forces the pure path.
+"""The compiled kernel (`_kernel.c`), where it was built, and whether the code running now uses it.
 
 The kernel answers the common case of the walker's and the deep check's questions (whole valid v2 batches;
 records that no check would report) and hands everything else to the pure-Python code, which stays the
-reference: findings are always worded by it. `KERNEL` is the module, or None where it is not used:
-`LOGTOOL_PURE=1` in the environment, or an install without a compiler (the extension is optional);
-`WHY_PURE` then says which. Callers read `kernel.KERNEL` when they run, so `pure()` switches a process.
+reference: findings are always worded by it. Where the kernel sums up a run of batches for a lens, the lens
+declares the bounds the run must keep to (`PlainRunBounds`, `IndexRunBounds`) and the kernel reads them: it
+holds no rule of a lens's own.
+
+`KERNEL` is the module as loaded, or None: `LOGTOOL_PURE=1` in the environment, or an install without a
+compiler (the extension is optional); `WHY_PURE` then says which. Code that runs on it asks `active()`, which
+is None also inside `pure()`: a context (this thread's, or this task's), not a switch of the process. Only
+format/crc.py takes `KERNEL` as loaded, whatever the context: a CRC is the same answer on both paths.
 """
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Protocol
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     from logtool.format import Bytes
     from logtool.format.batch import BatchView
 
 PURE_ENV = "LOGTOOL_PURE"
+
+
+class PlainRunBounds(NamedTuple):
+    """What every batch of a run keeps to for `plain_run` to sum the run up whole, as the segment lens
+    (checks/segment.py) declares it: outside any bound is something the lens reports, so the kernel declines
+    the run and the lens walks it. The field order is the C's (it reads the tuple by position)."""
+
+    # By magic, the bits of the codec ids a batch of that magic may name: a magic from len(codecs) on is not
+    # taken, nor a codec whose bit is clear.
+    codecs: tuple[int, ...]
+    max_relative_offset: int  # a batch's last offset is at most this far above the segment base, and not below it
+    increasing: bool  # each batch starts above the previous batch's last offset and ends at or above its start
+
+
+class IndexRunBounds(NamedTuple):
+    """What every offset index entry a run of batches meets keeps to for `index_run` to merge it, as the
+    offset index lens (checks/index.py) declares it; the kernel stops at the first batch where an entry does
+    not, and the lens takes it from there. The field order is the C's."""
+
+    at_batch_start: bool  # the entry's position is the start of the batch it names
+    after_previous_batch: bool  # its offset is above the last offset of the batch before that one
+    within_batch: bool  # its offset is at or above that batch's base offset
+    increasing: bool  # the next entry's offset and position are both above its own
 
 
 class Kernel(Protocol):
@@ -34,9 +63,10 @@ class Kernel(Protocol):
     def render_json(self, payload: bytes, count: int, base_offset: int, base_ts: int, append_ts: int | None,
                     base_seq: int, ts_type: str, key_mode: int, value_mode: int, large: int, tail: str,
                     unverified: bool, /) -> bytes | None: ...
-    def plain_run(self, views: list[BatchView], base: int, /) -> tuple[int, int, int, int, int, int] | None: ...
+    def plain_run(self, views: list[BatchView], base: int, prev_last: int, epoch: int, bounds: PlainRunBounds,
+                  /) -> tuple[int, int, int, int] | None: ...
     def index_run(self, views: list[BatchView], index: Bytes, entry: int, entries: int, base: int,
-                  prev_last: int | None, /) -> tuple[int, int, int | None]: ...
+                  prev_last: int | None, bounds: IndexRunBounds, /) -> tuple[int, int, int | None]: ...
     def crc32c(self, data: Bytes, /) -> int: ...
     def threads(self, n: int = ..., /) -> int: ...
     def split_passes(self) -> int: ...
@@ -55,15 +85,24 @@ def _load() -> tuple[Kernel | None, str | None]:
 
 KERNEL, WHY_PURE = _load()
 
+# Whether the code running in this context may use the kernel: `pure()` clears it for its block. A context
+# variable, so that it holds for this thread or task alone (a thread started inside the block starts with the
+# kernel on, as every new thread's context does).
+_USE_KERNEL: ContextVar[bool] = ContextVar("logtool_use_kernel", default=True)
 
-def clean_count(payload: Bytes, view: BatchView, checks: bool) -> int:
-    """How many records the kernel reads in a v2 batch's (uncompressed) payload: with `checks`, every check of
-    the deep check too (its timestamp check where the batch's times are CreateTime with no delete horizon);
-    without, only that they decode. -1 where the reference must answer: a record it would report, or a
-    header value an int64 does not hold."""
-    fast = KERNEL
-    if fast is None or view.base_offset is None or view.count is None:
-        return -1  # no kernel here, or a legacy entry's view (only v2 views come here): the reference answers
+
+def active() -> Kernel | None:
+    """The kernel the code running here uses: None on the pure path (inside `pure()`, or no kernel loaded)."""
+    return KERNEL if _USE_KERNEL.get() else None
+
+
+def clean_count(fast: Kernel, payload: Bytes, view: BatchView, checks: bool) -> int:
+    """How many records the kernel `fast` (the caller's `active()`) reads in a v2 batch's (uncompressed)
+    payload: with `checks`, every check of the deep check too (its timestamp check where the batch's times are
+    CreateTime with no delete horizon); without, only that they decode. -1 where the reference must answer: a
+    record it would report, or a header value an int64 does not hold."""
+    if view.base_offset is None or view.count is None:
+        return -1  # a legacy entry's view (only v2 views come here): the reference answers
     try:
         return fast.clean_records(payload, view.count, view.base_offset, view.last_offset, view.first_timestamp,
                                   view.max_timestamp, checks, checks and not view.attributes & 0x48)
@@ -74,9 +113,8 @@ def clean_count(payload: Bytes, view: BatchView, checks: bool) -> int:
 @contextmanager
 def pure() -> Iterator[None]:
     """Run the block on the pure-Python reference (the tests hold both paths to the same answers)."""
-    global KERNEL
-    saved, KERNEL = KERNEL, None
+    token = _USE_KERNEL.set(False)
     try:
         yield
     finally:
-        KERNEL = saved
+        _USE_KERNEL.reset(token)

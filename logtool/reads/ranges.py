@@ -126,7 +126,7 @@ class PackedRecords:
         the gaps; `rest` is the offset before) or "json" (render_json: the objects as ASCII bytes; `rest` the
         batch part and whether the batch is unverified). None where the kernel does not render them: a
         decoder it does not know (a mode of None), or bytes only the decoder words."""
-        fast = kernel.KERNEL
+        fast = kernel.active()
         key_mode, value_mode = modes
         if fast is None or key_mode is None or value_mode is None:
             return None
@@ -138,14 +138,14 @@ class PackedRecords:
                       value_mode, PIECE, *rest)
 
 
-def _packed(buf: Bytes, view: BatchView) -> PackedRecords | None:
+def _packed(fast: kernel.Kernel, buf: Bytes, view: BatchView) -> PackedRecords | None:
     """The batch's records packed, where the kernel reads them all as the reference would; None otherwise."""
     try:
         # A copy, as the reference's decode makes: a view into the mapping would keep it from being closed.
         payload = bytes(batch_payload(buf, view))
     except RecordError:
         return None
-    n = kernel.clean_count(payload, view, checks=False)
+    n = kernel.clean_count(fast, payload, view, checks=False)
     return PackedRecords(view, payload, n) if n >= 0 else None
 
 
@@ -472,7 +472,8 @@ def _whole_batch(seg: Segment, view: BatchView) -> list[Record] | PackedRecords 
     """Every record of a batch, the common case kept cheap: packed where the kernel reads them all, else
     decoded; None where one cannot be decoded (the batch is then decoded again record by record, to keep
     the records before it)."""
-    if kernel.KERNEL is not None and not view.is_legacy and (packed := _packed(seg.buf, view)) is not None:
+    fast = kernel.active()
+    if fast is not None and not view.is_legacy and (packed := _packed(fast, seg.buf, view)) is not None:
         return packed
     try:
         return list(iter_records(seg.buf, view))

@@ -65,8 +65,8 @@ def task_threads() -> None:
     from pyspark import TaskContext
 
     ctx = TaskContext.get()
-    if ctx is not None and kernel.KERNEL is not None:
-        kernel.KERNEL.threads(max(1, ctx.cpus()))
+    if ctx is not None and (fast := kernel.active()) is not None:
+        fast.threads(max(1, ctx.cpus()))
 
 
 def check_unit(settings: Settings, unit: Unit) -> Iterator[Checked | Sized]:

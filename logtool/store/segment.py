@@ -214,7 +214,7 @@ class Segment:
         walk.size = self.file_size
         pos = released = start
         every = self.reading.every if self.reading is not None else RELEASE_EVERY
-        fast = kernel.KERNEL
+        fast = kernel.active()
         run, longest = FIRST_RUN, LONGEST_RUN
         while True:
             if pos - released >= every:
