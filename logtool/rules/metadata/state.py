@@ -478,10 +478,26 @@ def _nothing(data: dict, at: Stamp) -> None:
     """NoOpRecord: it moves only the offset the state stands at."""
 
 
+# A PartitionChangeRecord of these fields only (most of them: an ISR shrinks or grows, a leader is elected) moves
+# no replica and no directory: `merge` applies it without the general rules' lookups.
+_ISR_OR_LEADER = frozenset(("partitionId", "topicId", "isr", "leader"))
+
+
 def merge(p: PartitionState, data: dict, at: Stamp) -> None:
     """PartitionRegistration.merge: a PartitionChangeRecord's fields onto the partition. Absent fields keep the
     partition's; a leader (also the same one) moves the leader epoch; every change moves the partition epoch.
     Raises Refused, having changed nothing, where Kafka throws."""
+    if data.keys() <= _ISR_OR_LEADER and p.directories and len(p.directories) == len(p.replicas):
+        # what the rules below come to for such a record (_merged_directories keeps the partition's)
+        isr, leader = data.get("isr"), data.get("leader", NO_LEADER_CHANGE)
+        if isr is not None:
+            p.isr = tuple(isr)
+        if leader != NO_LEADER_CHANGE:
+            p.leader = leader
+            p.leader_epoch += 1
+        p.partition_epoch += 1
+        p.at = at
+        return
     replicas = data.get("replicas")
     new_replicas = p.replicas if replicas is None else tuple(replicas)
     new_dirs = _merged_directories(p, replicas, data.get("directories"))
