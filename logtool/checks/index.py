@@ -150,6 +150,9 @@ class OffsetIndexCheck:
             self.rep.add(_beyond(walk), f"{entries(beyond)} at or past byte {walk.valid_bytes}, "
                                         f"the end of the valid log")
         if self.prev is not None and last_offset is not None and self.prev[0] > last_offset and not beyond:
+            # Reported with the batch the entry points at, as when that batch was fed alone: a run the kernel
+            # took whole left the walk's place at the run's end.
+            self.rep.walked.at = self.prev[1]
             self.rep.add(INDEX_WRONG_POSITION, f"last entry names offset {self.prev[0]}, beyond the segment's "
                                                f"last offset {last_offset}", self.prev[1], self.prev[0])
 

@@ -4,10 +4,34 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from logtool.findings import (
-    INNER_CRC_MISMATCH, OFFSET_DELTA_INVALID, RECORD_COUNT_MISMATCH, TIMESTAMP_ABOVE_MAX, Kind, Sink)
+    CONTROL_RECORD_INVALID, INNER_CRC_MISMATCH, LEGACY_WRAPPER_UNREADABLE, OFFSET_DELTA_INVALID, RECORDS_UNREADABLE,
+    RECORD_COUNT_MISMATCH, TIMESTAMP_ABOVE_MAX, Kind, Sink)
 from logtool.format import Bytes, kernel
 from logtool.format.batch import BatchView
 from logtool.format.records import RecordError, batch_payload, iter_records, parse_control
+
+# The bounds `_check_each` and `check_records` hold each record of a batch to, declared for the kernel: it
+# counts a batch's records clean (clean_records) only where every one keeps within them, and the lens
+# decodes any other batch itself; the kinds beside each are what the lens reports of a record that does not.
+RECORD_RUN = kernel.RecordRunBounds(
+    offsets_increasing=True,  # OFFSET_DELTA_INVALID: "follows"
+    offsets_within_last=True,  # OFFSET_DELTA_INVALID: "is beyond the batch's last offset"
+    times_within_max=True,  # TIMESTAMP_ABOVE_MAX, of a batch whose times are checked (_times_checked)
+    count_within_span=True,  # RECORD_COUNT_MISMATCH: "records over ... offsets"
+)
+_UNTIMED_RUN = RECORD_RUN._replace(times_within_max=False)  # a batch whose times are not checked
+# Which of the two a v2 batch's records keep to, by its attributes (all `_times_checked` reads of a v2 batch):
+# asked once a value, not once a batch, whose properties cost a call each.
+_RUN_BY_ATTRIBUTES: dict[int, kernel.RecordRunBounds] = {}
+# Every kind `check_records` reports of a batch's records: those it names, and those the reader names in the
+# RecordErrors it raises (format/records.py), which the lens reports as they come. The kernel is offered
+# only v2 data batches, and counts none clean where a record is outside a bound of RECORD_RUN or does not
+# read (RECORDS_UNREADABLE; RECORD_COUNT_MISMATCH where the count and the payload disagree); the other kinds
+# are of batches it is never offered (INNER_CRC_MISMATCH and LEGACY_WRAPPER_UNREADABLE: a legacy wrapper's;
+# CONTROL_RECORD_INVALID: a control batch's). tests/test_kernel_guard.py holds a case of each in which the
+# kernel path reports what the pure path does.
+PER_RECORD = (OFFSET_DELTA_INVALID, TIMESTAMP_ABOVE_MAX, RECORD_COUNT_MISMATCH, RECORDS_UNREADABLE, INNER_CRC_MISMATCH,
+              LEGACY_WRAPPER_UNREADABLE, CONTROL_RECORD_INVALID)
 
 
 def check_records(buf: Bytes, view: BatchView, sink: Sink, fast: kernel.Kernel | None) -> int:
@@ -36,7 +60,7 @@ def _check_each(buf: Bytes, view: BatchView, report: Callable[[Kind | str, str],
     n = 0
     prev_offset = None
     # Hoisted out of the per-record loop: properties cost a call each.
-    check_ts = view.timestamp_type == "CreateTime" and not view.has_delete_horizon
+    check_ts = _times_checked(view)
     max_ts, last_offset, control = view.max_timestamp, view.last_offset, view.is_control
     try:
         for rec in iter_records(buf, view):
@@ -63,6 +87,12 @@ def _check_each(buf: Bytes, view: BatchView, report: Callable[[Kind | str, str],
     return n, True
 
 
+def _times_checked(view: BatchView) -> bool:
+    """Whether the batch's records' timestamps are held to its max: not where they are the broker's
+    (LogAppendTime, the max itself), nor where the base timestamp is a delete horizon (the cleaner's)."""
+    return view.timestamp_type == "CreateTime" and not view.has_delete_horizon
+
+
 def _clean_count(fast: kernel.Kernel, buf: Bytes, view: BatchView) -> int:
     """How many records the compiled kernel finds in a v2 data batch where no check above would report
     anything; -1 where one would, or where the payload cannot be had: the reference then says why."""
@@ -70,4 +100,7 @@ def _clean_count(fast: kernel.Kernel, buf: Bytes, view: BatchView) -> int:
         payload = batch_payload(buf, view)
     except RecordError:
         return -1
-    return kernel.clean_count(fast, payload, view, checks=True)
+    bounds = _RUN_BY_ATTRIBUTES.get(view.attributes)
+    if bounds is None:
+        bounds = _RUN_BY_ATTRIBUTES[view.attributes] = RECORD_RUN if _times_checked(view) else _UNTIMED_RUN
+    return kernel.clean_count(fast, payload, view, bounds)

@@ -11,10 +11,12 @@
  *     not a plain valid v2 batch (damage, a legacy message, a producer's control batch whose marker the
  *     walker must read, a header whose arithmetic overflows) and after `window` bytes: the walker's
  *     read_entry then takes that entry, so each stop keeps its exact reason and wording.
- *   clean_records(data, count, base_offset, last_offset, base_ts, max_ts, check_ts) walks the records
- *     of a v2 batch's (uncompressed) payload with every check `check_records` applies, and returns how
- *     many there are when none of them would report anything; -1 when one would (or an arithmetic corner
- *     is reached): the pure path then decodes the batch again and words the finding.
+ *   clean_records(data, count, base_offset, last_offset, base_ts, max_ts, bounds) reads the records of a
+ *     v2 batch's (uncompressed) payload as the reader (format/records.py) does, and returns how many there
+ *     are when every one decodes and keeps within the bounds the caller declares (RecordRunBounds: the
+ *     record lens's, checks/records.py, offsets increasing and within the batch's last, timestamps at most
+ *     its max, no more records than its offsets; or none, DECODE_ONLY); -1 otherwise (or where an int64
+ *     ends): the pure path then decodes the batch again and words what it finds.
  *   plain_run(views, base, previous last, epoch, bounds) sums up a run of batches that follows the segment
  *     lens's (checks/segment.py) last batch in its leader epoch, where every batch keeps within the bounds
  *     the lens declares (PlainRunBounds: the magics and codecs it knows, how far above the base offsets
@@ -469,7 +471,7 @@ static int declared(PyObject *bounds, Py_ssize_t n, const char *what)
     return -1;
 }
 
-/* Each of a declaration's fields as a flag (IndexRunBounds: all of them). */
+/* Each of a declaration's fields as a flag (IndexRunBounds, RecordRunBounds: all of them). */
 static int flags_of(PyObject *bounds, int *flags, Py_ssize_t n, const char *what)
 {
     if (declared(bounds, n, what) < 0)
@@ -732,41 +734,65 @@ static void next_header(const unsigned char *d, Py_ssize_t *at, const unsigned c
     *at = *value + (*value_len < 0 ? 0 : *value_len) - d;
 }
 
+/* RecordRunBounds, by field. */
+enum { OFFSETS_INCREASING, OFFSETS_WITHIN_LAST, TIMES_WITHIN_MAX, COUNT_WITHIN_SPAN, RECORD_BOUNDS };
+
+/* How many records the payload holds where every one reads and keeps within the bounds (the flags), or -1.
+ * Inlined with the flags as constants for the two declarations every deep walk meets, where a flag tested
+ * per record cost a walk of 11.6M records in 23k batches 2-4% (measured). */
+static inline __attribute__((always_inline)) long long
+count_records(const unsigned char *d, Py_ssize_t end, long long count, int64_t base, int64_t last, int64_t base_ts,
+              int64_t max_ts, int increasing, int within_last, int times, int within_span)
+{
+    if (count < 0) /* a count the reader refuses */
+        return -1;
+    Py_ssize_t pos = 0;
+    int64_t prev = 0;
+    for (long long i = 0; i < count; i++) {
+        struct record r;
+        int64_t offset, ts;
+        if (parse_record(d, &pos, end, &r) < 0)
+            return -1;
+        if (increasing || within_last) {
+            if (__builtin_add_overflow(base, r.offset_delta, &offset) || (increasing && i > 0 && offset <= prev) ||
+                (within_last && offset > last))
+                return -1;
+            prev = offset;
+        }
+        if (times && (__builtin_add_overflow(base_ts, r.ts_delta, &ts) || ts > max_ts))
+            return -1;
+    }
+    int64_t span; /* offsets the header covers, less one */
+    if (pos < end || (within_span && (__builtin_sub_overflow(last, base, &span) || count - 1 > span)))
+        return -1;
+    return count;
+}
+
 static PyObject *k_clean_records(PyObject *self, PyObject *args)
 {
-    PyObject *obj;
+    PyObject *obj, *bounds_obj;
     long long count, base, last, base_ts, max_ts;
-    int check_offsets, check_ts;
-    if (!PyArg_ParseTuple(args, "OLLLLLpp", &obj, &count, &base, &last, &base_ts, &max_ts, &check_offsets,
-                          &check_ts))
+    int b[RECORD_BOUNDS];
+    if (!PyArg_ParseTuple(args, "OLLLLLO", &obj, &count, &base, &last, &base_ts, &max_ts, &bounds_obj) ||
+        flags_of(bounds_obj, b, RECORD_BOUNDS, "RecordRunBounds") < 0)
         return NULL;
-    Py_buffer b;
-    if (PyObject_GetBuffer(obj, &b, PyBUF_SIMPLE) < 0)
+    Py_buffer buf;
+    if (PyObject_GetBuffer(obj, &buf, PyBUF_SIMPLE) < 0)
         return NULL;
-    const unsigned char *d = b.buf;
-    Py_ssize_t end = b.len, pos = 0;
-    long long n = -1;
-    int64_t prev = 0;
+    const unsigned char *d = buf.buf;
+    Py_ssize_t end = buf.len;
+    long long n;
+    int all = b[OFFSETS_INCREASING] && b[OFFSETS_WITHIN_LAST] && b[COUNT_WITHIN_SPAN]; /* the record lens's */
     Py_BEGIN_ALLOW_THREADS
-    long long i;
-    for (i = 0; i < count; i++) {
-        struct record r;
-        int64_t offset = 0, ts; /* offset is kept as prev even when not checked, and read only when it is */
-        if (parse_record(d, &pos, end, &r) < 0)
-            break;
-        if (check_offsets && (__builtin_add_overflow((int64_t)base, r.offset_delta, &offset) ||
-                              (i > 0 && offset <= prev) || offset > last))
-            break;
-        prev = offset;
-        if (check_ts && (__builtin_add_overflow((int64_t)base_ts, r.ts_delta, &ts) || ts > max_ts))
-            break;
-    }
-    long long span; /* offsets the header covers, less one */
-    if (i == count && pos >= end &&
-        (!check_offsets || (!__builtin_sub_overflow(last, base, &span) && count - 1 <= span)))
-        n = count;
+    if (all && b[TIMES_WITHIN_MAX])
+        n = count_records(d, end, count, base, last, base_ts, max_ts, 1, 1, 1, 1);
+    else if (all)
+        n = count_records(d, end, count, base, last, base_ts, max_ts, 1, 1, 0, 1);
+    else
+        n = count_records(d, end, count, base, last, base_ts, max_ts, b[OFFSETS_INCREASING], b[OFFSETS_WITHIN_LAST],
+                          b[TIMES_WITHIN_MAX], b[COUNT_WITHIN_SPAN]);
     Py_END_ALLOW_THREADS
-    PyBuffer_Release(&b);
+    PyBuffer_Release(&buf);
     return PyLong_FromLongLong(n);
 }
 
@@ -1249,7 +1275,7 @@ static PyMethodDef kernel_methods[] = {
     {"frames", k_frames, METH_VARARGS,
      PyDoc_STR("frames(BatchView, buf, pos, end, window) -> ([BatchView, ...], stop position)")},
     {"clean_records", k_clean_records, METH_VARARGS,
-     PyDoc_STR("clean_records(payload, count, base_offset, last_offset, base_ts, max_ts, check_offsets, check_ts)"
+     PyDoc_STR("clean_records(payload, count, base_offset, last_offset, base_ts, max_ts, bounds)"
                " -> n or -1")},
     {"render_text", k_render_text, METH_VARARGS,
      PyDoc_STR("render_text(payload, count, base_offset, base_ts, append_ts, base_seq, ts_type, key_mode, "

@@ -2,12 +2,12 @@
 # module has no annotations of its own. Positional only, as PyArg_ParseTuple takes them.
 from logtool.format import Bytes
 from logtool.format.batch import BatchView
-from logtool.format.kernel import IndexRunBounds, PlainRunBounds
+from logtool.format.kernel import IndexRunBounds, PlainRunBounds, RecordRunBounds
 
 def frames(view_type: type[BatchView], buf: Bytes, pos: int, end: int, window: int,
            /) -> tuple[list[BatchView], int]: ...
 def clean_records(payload: Bytes, count: int, base_offset: int, last_offset: int, base_ts: int, max_ts: int,
-                  check_offsets: bool, check_ts: bool, /) -> int: ...
+                  bounds: RecordRunBounds, /) -> int: ...
 def render_text(payload: bytes, count: int, base_offset: int, base_ts: int, append_ts: int | None, base_seq: int,
                 ts_type: str, key_mode: int, value_mode: int, large: int, previous: int,
                 /) -> tuple[str, int, list[tuple[int, int]]] | None: ...

@@ -2,9 +2,9 @@
 
 The kernel answers the common case of the walker's and the deep check's questions (whole valid v2 batches;
 records that no check would report) and hands everything else to the pure-Python code, which stays the
-reference: findings are always worded by it. Where the kernel sums up a run of batches for a lens, the lens
-declares the bounds the run must keep to (`PlainRunBounds`, `IndexRunBounds`) and the kernel reads them: it
-holds no rule of a lens's own.
+reference: findings are always worded by it. Where the kernel sums up a run of batches or records for a lens,
+the lens declares the bounds the run must keep to (`PlainRunBounds`, `IndexRunBounds`, `RecordRunBounds`) and
+the kernel reads them: it holds no rule of a lens's own, only the format's layout.
 
 `KERNEL` is the module as loaded, or None: `LOGTOOL_PURE=1` in the environment, or an install without a
 compiler (the extension is optional); `WHY_PURE` then says which. Code that runs on it asks `active()`, which
@@ -17,7 +17,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     from logtool.format import Bytes
@@ -49,6 +49,24 @@ class IndexRunBounds(NamedTuple):
     increasing: bool  # the next entry's offset and position are both above its own
 
 
+class RecordRunBounds(NamedTuple):
+    """What every record of a v2 batch keeps to for `clean_records` to count the batch's records clean, as the
+    record lens (checks/records.py) declares it: outside any bound is something the lens reports, so the
+    kernel answers -1 and the lens decodes the batch itself. Within them or not, the kernel counts no record
+    the reader (format/records.py) would not read: how records are laid out is the format's, not a lens's
+    rule. The field order is the C's."""
+
+    offsets_increasing: bool  # each record's offset is above the one before it
+    offsets_within_last: bool  # each record's offset is at most the batch's last offset
+    times_within_max: bool  # each record's timestamp (base timestamp + its delta) is at most the batch's max
+    count_within_span: bool  # the batch holds no more records than offsets from its base to its last
+
+
+# No bound: how many records a batch holds where every one of them reads (a read of the records, not a check).
+DECODE_ONLY = RecordRunBounds(offsets_increasing=False, offsets_within_last=False, times_within_max=False,
+                              count_within_span=False)
+
+
 class Kernel(Protocol):
     """What the Python side calls of the compiled module. `_kernel.pyi` declares the C functions' signatures;
     mypy holds that module to this contract where `_load` returns it."""
@@ -56,7 +74,7 @@ class Kernel(Protocol):
     def frames(self, view_type: type[BatchView], buf: Bytes, pos: int, end: int, window: int,
                /) -> tuple[list[BatchView], int]: ...
     def clean_records(self, payload: Bytes, count: int, base_offset: int, last_offset: int, base_ts: int,
-                      max_ts: int, check_offsets: bool, check_ts: bool, /) -> int: ...
+                      max_ts: int, bounds: RecordRunBounds, /) -> int: ...
     def render_text(self, payload: bytes, count: int, base_offset: int, base_ts: int, append_ts: int | None,
                     base_seq: int, ts_type: str, key_mode: int, value_mode: int, large: int, previous: int,
                     /) -> tuple[str, int, list[tuple[int, int]]] | None: ...
@@ -96,16 +114,16 @@ def active() -> Kernel | None:
     return KERNEL if _USE_KERNEL.get() else None
 
 
-def clean_count(fast: Kernel, payload: Bytes, view: BatchView, checks: bool) -> int:
+def clean_count(fast: Kernel, payload: Bytes, view: BatchView, checks: RecordRunBounds | Literal[False]) -> int:
     """How many records the kernel `fast` (the caller's `active()`) reads in a v2 batch's (uncompressed)
-    payload: with `checks`, every check of the deep check too (its timestamp check where the batch's times are
-    CreateTime with no delete horizon); without, only that they decode. -1 where the reference must answer: a
-    record it would report, or a header value an int64 does not hold."""
+    payload where every one keeps within `checks`, the bounds the caller declares (False: none, DECODE_ONLY).
+    -1 where the reference must answer: a record outside them or that does not read, or a header value an
+    int64 does not hold."""
     if view.base_offset is None or view.count is None:
         return -1  # a legacy entry's view (only v2 views come here): the reference answers
     try:
         return fast.clean_records(payload, view.count, view.base_offset, view.last_offset, view.first_timestamp,
-                                  view.max_timestamp, checks, checks and not view.attributes & 0x48)
+                                  view.max_timestamp, checks or DECODE_ONLY)
     except OverflowError:
         return -1
 
