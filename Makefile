@@ -43,7 +43,7 @@ test: $(STAMP) lint
 # Types (mypy, configured in pyproject.toml: strict for format/, store/, recovery/) and lint (ruff): part of
 # `make test`, so CI holds them; quick enough to run before each commit beside `make check`.
 lint: $(STAMP)
-	$(BIN)/ruff check logtool tools bench fuzz fixtures
+	$(BIN)/ruff check logtool tools bench fuzz fixtures tests
 	$(BIN)/mypy
 
 # The site, strictly (a warning fails it), into build/docs/html; the man pages in docs/man first, from the code.

@@ -9,5 +9,5 @@ an address-space cap and its peak RSS measured.
 - `fuzz.harness`: input generation (deterministic from (seed, index)), the worker processes, the defect
   classes, reproducers.
 
-`python -m bench.fuzz` runs it at scale; `tests/test_fuzz.py` runs a fixed-seed slice.
+`python -m bench.fuzz` runs it at scale; `tests/house/test_fuzz.py` runs a fixed-seed slice.
 """

@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+# Fixtures several groups of tests use, from modules of their own.
+pytest_plugins = ["support.repair_fixtures"]
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = (ROOT.parent / "shared" / "fixtures").resolve()
 KAFKA_WRITTEN = SHARED / "kafka-written"

@@ -5,7 +5,7 @@ logtool(1), one page per command (logtool-verify(1), logtool-index-rebuild(1), .
 
 The pages are kept in the repository (docs/man/) because pip installs them from there, with the package,
 into the environment's share/man (pyproject.toml's data-files), where `man logtool` finds them;
-tests/test_docs.py fails when they and the code differ. Nothing here depends on more than Click, so the
+tests/house/test_docs.py fails when they and the code differ. Nothing here depends on more than Click, so the
 pages can be made without the docs' own dependencies.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """README.md's examples are real output: each `<!-- run ... -->` block's commands are run again, in order, in
 one session of tools/docs.py (a scratch directory written /tmp/logtool-incident, a terminal 80 columns wide),
 and the block is rewritten with what they print. `make readme` rewrites README.md in place;
-tests/test_docs.py fails when README.md and a fresh run differ (quarantine run names aside, which hold the
+tests/house/test_docs.py fails when README.md and a fresh run differ (quarantine run names aside, which hold the
 time and a pid).
 
     <!-- run: SCENARIO [at-checkout] -->     the first block: the session's scenario, and whether its

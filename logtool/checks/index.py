@@ -30,7 +30,7 @@ INDEX_RUN = kernel.IndexRunBounds(
     increasing=True,  # INDEX_NOT_INCREASING
 )
 # Every kind `OffsetIndexCheck` reports of an entry as the batches come (each it names outside `__init__` and
-# `finish`); tests/test_kernel_guard.py holds a case of each in which the kernel path reports what the pure path
+# `finish`); tests/format/test_kernel_guard.py holds a case of each in which the kernel path reports what the pure path
 # does.
 PER_BATCH = (INDEX_WRONG_POSITION, INDEX_NOT_INCREASING)
 

@@ -28,7 +28,7 @@ _RUN_BY_ATTRIBUTES: dict[int, kernel.RecordRunBounds] = {}
 # only v2 data batches, and counts none clean where a record is outside a bound of RECORD_RUN or does not
 # read (RECORDS_UNREADABLE; RECORD_COUNT_MISMATCH where the count and the payload disagree); the other kinds
 # are of batches it is never offered (INNER_CRC_MISMATCH and LEGACY_WRAPPER_UNREADABLE: a legacy wrapper's;
-# CONTROL_RECORD_INVALID: a control batch's). tests/test_kernel_guard.py holds a case of each in which the
+# CONTROL_RECORD_INVALID: a control batch's). tests/format/test_kernel_guard.py holds a case of each in which the
 # kernel path reports what the pure path does.
 PER_RECORD = (OFFSET_DELTA_INVALID, TIMESTAMP_ABOVE_MAX, RECORD_COUNT_MISMATCH, RECORDS_UNREADABLE, INNER_CRC_MISMATCH,
               LEGACY_WRAPPER_UNREADABLE, CONTROL_RECORD_INVALID)

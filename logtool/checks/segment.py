@@ -37,7 +37,7 @@ PLAIN_RUN = kernel.PlainRunBounds(
 )
 # Every kind `_BatchRules` reports of a batch (each it names outside `__init__` and `finish`). The kernel takes
 # no batch that holds one: it is past a bound of PLAIN_RUN, or has no base offset (a legacy wrapper's view is no
-# run's), or is a segment's first (never offered). tests/test_kernel_guard.py holds a case of each in which the
+# run's), or is a segment's first (never offered). tests/format/test_kernel_guard.py holds a case of each in which the
 # kernel path reports what the pure path does.
 PER_BATCH = (OFFSET_NOT_INCREASING, OFFSET_OVERFLOW, UNKNOWN_MAGIC, UNKNOWN_CODEC, LEGACY_WRAPPER_UNREADABLE,
              FIRST_OFFSET_BELOW_NAME, FIRST_OFFSET_ABOVE_NAME)

@@ -10,7 +10,7 @@ only where it is not its default. The reader returns exactly what the reference 
 reads whole; it reads only what the schema says, never past its bound (each struct checks it, as the
 reference's `end`), and on any bad byte it stops (`Fallback`, or the IndexError or `struct.error` of a read
 past the buffer) and `Message.read` asks the reference, which then says what is wrong in Kafka's words.
-tests/test_message_reader.py holds the two to the same answers on every real record of the test data, on
+tests/format/test_message_reader.py holds the two to the same answers on every real record of the test data, on
 random messages of every schema and version, and on damaged copies of both.
 """
 from __future__ import annotations

@@ -1,0 +1,181 @@
+"""Paced reading: the read-rate cap, and a page cache left as it was found (store/pacing.py)."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from conftest import run_logtool
+
+from fixtures.generator import write_big
+from logtool.checks.engine import check_target
+from logtool.store import pacing as pacing_module
+from logtool.store.discover import Target
+from logtool.store.pacing import EVERY, FOLIO, PAGE, ReadPolicy, Throttle, read_policy, residency
+
+MB = 1_000_000
+
+
+class FakeTime:
+    """A clock that moves only when slept on, so pacing is checked without waiting."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.slept = 0.0
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        self.slept += seconds
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory):
+    """A ~24 MB single-segment partition on a real file system (the page cache must be able to drop it)."""
+    part = tmp_path_factory.mktemp("gentle") / "big-0"
+    write_big(part, 24 * MB)
+    log = next(part.glob("*.log"))
+    fd = os.open(log, os.O_RDONLY)
+    os.fsync(fd)  # dirty pages cannot be dropped: write them back first
+    yield part, log, fd
+    os.close(fd)
+
+
+def cached(fd: int) -> bytes:
+    return residency(fd, 0, os.fstat(fd).st_size)
+
+
+# The kernel finishes readahead asynchronously and may reclaim cold pages at any time (DAMON runs on
+# these machines), so residency is compared with a small tolerance; a policy that did nothing (or
+# dropped everything) is still far outside it.
+TOLERANCE = 0.05
+
+
+def share(flags: bytes) -> float:
+    return sum(1 for f in flags if f) / max(1, len(flags))
+
+
+def mostly_cached(fd: int) -> bool:
+    return share(cached(fd)) >= 1 - TOLERANCE
+
+
+def mostly_evicted(fd: int) -> bool:
+    return share(cached(fd)) <= TOLERANCE
+
+
+def evict(fd: int, start: int = 0, length: int = 0) -> None:
+    os.posix_fadvise(fd, start, length, os.POSIX_FADV_DONTNEED)
+
+
+def test_throttle_sleeps_exactly_what_the_rate_needs():
+    t = FakeTime()
+    throttle = Throttle(5 * MB, t.clock, t.sleep)
+    for _ in range(10):
+        throttle.spend(MB)
+    assert t.slept == pytest.approx(2.0)  # 10 MB at 5 MB/s
+    t.now += 10  # a pause: bytes read later may go at full speed until the average catches up
+    throttle.spend(MB)
+    assert t.slept == pytest.approx(2.0)
+
+
+@pytest.mark.slow
+def test_walk_is_paced_over_the_whole_task(big):
+    part, log, _ = big
+    t = FakeTime()
+    policy = ReadPolicy(Throttle(8 * MB, t.clock, t.sleep))
+    rep = check_target(Target(part), False, policy)
+    size = log.stat().st_size
+    assert rep.segments[0].valid_bytes == size
+    assert t.slept == pytest.approx(size / (8 * MB))
+
+
+def test_probe_sees_the_page_cache(big):
+    _, log, fd = big
+    evict(fd)
+    assert mostly_evicted(fd)
+    log.read_bytes()
+    assert mostly_cached(fd)
+
+
+def test_pages_the_walk_brought_in_are_given_back(big):
+    part, _, fd = big
+    evict(fd)
+    check_target(Target(part), False, read_policy(None, spare_cache=True))
+    assert mostly_evicted(fd)
+
+
+def test_pages_cached_before_stay(big):
+    part, log, fd = big
+    log.read_bytes()
+    check_target(Target(part), False, read_policy(None, spare_cache=True))
+    assert mostly_cached(fd)
+
+
+def test_a_mixed_cache_is_left_as_found(big):
+    part, log, fd = big
+    log.read_bytes()
+    for start in range(0, os.fstat(fd).st_size, 2 * FOLIO):  # every other 2 MiB out of the cache
+        evict(fd, start, FOLIO)
+    before = cached(fd)
+    assert 0 < sum(before) < len(before)
+    check_target(Target(part), False, read_policy(None, spare_cache=True))
+    after = cached(fd)
+    changed = sum(1 for a, b in zip(before, after) if bool(a) != bool(b))
+    assert changed <= TOLERANCE * len(before)
+
+
+def test_without_spare_cache_the_walk_leaves_its_pages(big):
+    part, _, fd = big
+    evict(fd)
+    check_target(Target(part), False, None)
+    assert mostly_cached(fd)
+
+
+def test_nothing_is_dropped_when_mincore_cannot_see_the_cache(big, monkeypatch):
+    # Linux hides page-cache residency from a process that neither owns nor may write the file: then every
+    # page must count as the broker's.
+    part, _, fd = big
+    monkeypatch.setattr(pacing_module, "_mincore_sees_cache", lambda path: False)
+    evict(fd)
+    check_target(Target(part), False, read_policy(None, spare_cache=True))
+    assert mostly_cached(fd)
+
+
+def test_walker_calls_back_every_so_many_bytes(big):
+    part, log, _ = big
+    seen: list[int] = []
+    closed: list[bool] = []
+
+    class Recorder:
+        def __init__(self, path, size) -> None:
+            assert path == log and size == log.stat().st_size
+
+        def passed(self, pos: int) -> None:
+            seen.append(pos)
+
+        def close(self) -> None:
+            closed.append(True)
+
+    class Policy:
+        every = EVERY
+
+        def open(self, path, size):
+            return Recorder(path, size)
+
+    check_target(Target(part), False, Policy())
+    size = log.stat().st_size
+    assert closed == [True] and seen and seen[-1] > size - 2 * EVERY  # no long stretch goes unpaced
+    assert all(b - a >= EVERY for a, b in zip([0, *seen], seen)) and all(p % PAGE == 0 for p in seen)
+
+
+@pytest.mark.slow
+def test_verify_options_change_no_finding(big):
+    part, _, _ = big
+    plain = run_logtool("verify", "--format", "json", str(part))
+    gentle_run = run_logtool("verify", "--format", "json", "--max-read-rate", "500", "--spare-page-cache", str(part))
+    assert gentle_run.returncode == plain.returncode == 0
+    assert json.loads(gentle_run.stdout) == json.loads(plain.stdout)
+    bad = run_logtool("verify", "--max-read-rate", "0", str(part))
+    assert bad.returncode == 16 and "Traceback" not in bad.stderr
