@@ -1,105 +1,313 @@
 """`make bench`, the fleet at scale: `logtool audit` on local[2] over 20,000 and 100,000 small partition dirs
-(BENCH_AUDIT_MANY, comma-separated counts) against serial `logtool verify` of the same log dirs: seconds, seconds
-per 1,000 partitions, and peak memory of the driver (its Python and its JVM) and of verify. The README's
-"hundreds of thousands of partition directories", measured. Writes bench/results/audit_many.{json,md}.
+against serial `logtool verify` of the same log dirs: seconds, seconds per 1,000 partitions, Spark's start on
+its own, the audit's phases, and peak memory of the driver (its Python and its JVM), of the largest Python
+worker, and of verify. Each audit runs in a process of its own (as `logtool audit` does), so that its
+peaks are its own. The README's "hundreds of thousands of partition directories", measured, and the
+points the driver's memory model in docs/fleet.md is fitted to. Writes bench/results/audit_many.{json,md}.
 
-Each fleet (fixtures/fleet.py, generated once into bench/data/) is four broker log dirs of partitions of one
-small segment each (about 2 KB: a few batches), the shape of a cluster with many idle partitions.
+BENCH_AUDIT_MANY: comma-separated fleets, each N (partitions over 4 log dirs) or NxB (over B log dirs).
+BENCH_AUDIT_MANY_CLUSTER: fleets to audit again on a standalone cluster started here on loopback (a master
+and two workers of one core, as tests/test_cluster.py runs them): there the driver's JVM is the driver's
+only, the executors' are the workers' (none by default; the model in docs/fleet.md was fitted with
+20000,100000,200000). Each fleet (fixtures/fleet.py, generated once into bench/data/) is B broker log dirs of
+partitions of one small segment each (about 2 KB: a few batches), the shape of a cluster with many idle
+partitions.
 """
 from __future__ import annotations
 
+import json
 import os
 import platform
-import resource
+import re
+import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import time
+from contextlib import contextmanager
+from collections.abc import Iterator
 from pathlib import Path
 
 from bench.run import DATA, write_results
 from fixtures.fleet import TopicSpec, write_fleet
-from logtool.spark.driver import Audit, run_audit
-from logtool.spark.session import start
-from logtool.spark.task import Settings
 
-COUNTS = [int(n) for n in os.environ.get("BENCH_AUDIT_MANY", "20000,100000").split(",") if n]
+FLEETS = [f for f in os.environ.get("BENCH_AUDIT_MANY", "20000,100000").split(",") if f]
+ON_CLUSTER = [f for f in os.environ.get("BENCH_AUDIT_MANY_CLUSTER", "").split(",") if f]
 BROKERS = 4
 MASTER = "local[2]"
 
 
-def fleet(n: int) -> list[Path]:
-    root = DATA / f"many-{n}"
-    log_dirs = [root / f"broker-{b}" for b in range(BROKERS)]
+def _fleet_shape(spec: str) -> tuple[int, int]:
+    n, _, brokers = spec.partition("x")
+    return int(n), int(brokers or BROKERS)
+
+
+def fleet(n: int, brokers: int = BROKERS) -> list[Path]:
+    root = DATA / (f"many-{n}" if brokers == BROKERS else f"many-{n}x{brokers}")
+    log_dirs = [root / f"broker-{b}" for b in range(brokers)]
     if not root.exists():
-        print(f"generating {n:,} small partitions into {root} ...", file=sys.stderr)
-        write_fleet(root, [TopicSpec("many", n, 2000)], brokers=BROKERS, replication=1, records_per_batch=5,
+        print(f"generating {n:,} small partitions over {brokers} log dirs into {root} ...", file=sys.stderr)
+        write_fleet(root, [TopicSpec("many", n, 2000)], brokers=brokers, replication=1, records_per_batch=5,
                     value_bytes=(20, 40), plant=False)
     return log_dirs
 
 
-def _hwm_mb(pid: int) -> float:
-    """A process's peak resident set (VmHWM), in MB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
+def _status_mb(pid: int, field: str) -> float:
+    """A process's VmHWM (peak resident set) or VmRSS, in MB; 0 once it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(f"{field}:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return 0.0
+
+
+def _descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
 
 
 def verify_command(log_dirs: list[Path]) -> tuple[float, float]:
     """Seconds and peak RSS (MB) of `logtool verify` over the log dirs, one process, as a user runs it."""
-    t = time.perf_counter()
-    p = subprocess.Popen([sys.executable, "-m", "logtool", "verify", "--format", "jsonl", *map(str, log_dirs)],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    _, err = p.communicate()
-    seconds = time.perf_counter() - t
-    assert p.returncode in (0, 4), err
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # the largest child so far: verify is run first
+    with tempfile.TemporaryFile("w+") as err:
+        t = time.perf_counter()
+        p = subprocess.Popen([sys.executable, "-m", "logtool", "verify", "--format", "jsonl", *map(str, log_dirs)],
+                             stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(p.pid, 0)
+        seconds = time.perf_counter() - t
+        p.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        assert p.returncode in (0, 4), err.read()[-3000:]
     return seconds, usage.ru_maxrss / 1024
 
 
-def main() -> int:
-    results = []
-    for n in COUNTS:
-        log_dirs = fleet(n)
-        t_verify, verify_rss = verify_command(log_dirs)
-        spark, _ = start(MASTER, {"spark.ui.enabled": "false"})
-        jvm = spark.sparkContext._gateway.proc.pid
+def audit_once(n: int, brokers: int, master: str = MASTER) -> dict:
+    """In a process of its own: one audit, from Spark's start to its stop."""
+    from logtool.spark.driver import Audit, run_audit
+    from logtool.spark.session import LOG4J2, start
+    from logtool.spark.task import Settings
+
+    log_dirs = fleet(n, brokers)
+    gc_log = Path(tempfile.mkstemp(prefix="audit-many-gc-", suffix=".log")[1])
+    # The JVM options `start` gives the driver, and its garbage collections logged: the heap each left behind
+    # is what the driver's JVM had to hold (at most; its RSS says how far the heap was let grow).
+    java = [f"-Dlog4j2.configurationFile={LOG4J2.as_uri()}", f"-Xlog:gc:file={gc_log}"]
+    java += ["-XX:TieredStopAtLevel=1"] if master.startswith("local") else []
+    t = time.perf_counter()
+    spark, _ = start(master, {"spark.ui.enabled": "false", "spark.driver.extraJavaOptions": " ".join(java)})
+    startup = time.perf_counter() - t
+    me, jvm = os.getpid(), spark.sparkContext._gateway.proc.pid
+    started = _status_mb(me, "VmRSS"), _status_mb(jvm, "VmRSS")
+    try:
+        t, cpu = time.perf_counter(), time.process_time()
+        summary = run_audit(spark, Audit(tuple(map(str, log_dirs)), str(DATA / "audit-many-out"), Settings()))
+        seconds, cpu = time.perf_counter() - t, time.process_time() - cpu
+        workers = [_status_mb(p, "VmHWM") for p in _descendants(jvm)]
+        peaks = _status_mb(me, "VmHWM"), _status_mb(jvm, "VmHWM"), max(workers, default=0.0)
+        heap = max((int(m.group(1)) for m in re.finditer(r"\d+M->(\d+)M\(\d+M\)", gc_log.read_text())), default=0)
+    finally:
+        spark.stop()
+        gc_log.unlink()
+    assert summary["partitions"] == n and summary["exit_code"] == 0, summary["partitions"]
+    return {"bytes": summary["bytes"], "tasks": summary["tasks"], "startup_s": round(startup, 2),
+            "audit_s": round(seconds, 2), "audit_phases": summary["seconds"], "driver_python_cpu_s": round(cpu, 2),
+            "driver_python_started_mb": round(started[0]), "driver_jvm_started_mb": round(started[1]),
+            "driver_python_rss_mb": round(peaks[0]), "driver_jvm_rss_mb": round(peaks[1]),
+            "driver_jvm_heap_after_gc_mb": heap, "worker_python_rss_mb": round(peaks[2])}
+
+
+def audit_command(n: int, brokers: int, master: str = MASTER) -> dict:
+    p = subprocess.run([sys.executable, "-m", "bench.audit_many", "--one", str(n), str(brokers), master],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def _spark_class(args: list[str], env: dict, log: Path) -> subprocess.Popen:
+    spark_home = Path(__import__("pyspark").__file__).parent
+    return subprocess.Popen([str(spark_home / "bin" / "spark-class"), *args],
+                            env={**os.environ, "SPARK_HOME": str(spark_home), "SPARK_NO_DAEMONIZE": "1", **env},
+                            stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _wait_for(log: Path, text: str, proc: subprocess.Popen, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while text not in log.read_text(errors="replace"):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"{text!r} not in {log}")
+        time.sleep(0.3)
+
+
+@contextmanager
+def standalone() -> Iterator[str]:
+    """A master and two one-core workers on loopback (127.0.0.2 and .3), stopped at the end; its URL."""
+    procs = []
+    with tempfile.TemporaryDirectory(prefix="audit-many-cluster-") as root:
         try:
-            t = time.perf_counter()
-            summary = run_audit(spark, Audit(tuple(map(str, log_dirs)), str(DATA / "audit-many-out"), Settings()))
-            t_audit = time.perf_counter() - t
-            driver_rss, jvm_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, _hwm_mb(jvm)
+            with socket.socket() as sock:
+                sock.bind(("127.0.0.1", 0))
+                port = sock.getsockname()[1]
+            log = Path(root) / "master.log"
+            procs.append(_spark_class(["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port",
+                                       str(port), "--webui-port", "0"],
+                                      {"SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": root}, log))
+            _wait_for(log, "I have been elected leader", procs[-1])
+            url = f"spark://127.0.0.1:{port}"
+            for ip in ("127.0.0.2", "127.0.0.3"):
+                log = Path(root) / f"worker-{ip}.log"
+                procs.append(_spark_class(["org.apache.spark.deploy.worker.Worker", "--host", ip, "--cores", "1",
+                                           "--memory", "1g", "--webui-port", "0", "--work-dir",
+                                           f"{root}/work-{ip}", url],
+                                          {"SPARK_LOCAL_IP": ip, "SPARK_LOG_DIR": root}, log))
+                _wait_for(log, "Successfully registered with master", procs[-1])
+            yield url
         finally:
-            spark.stop()
-        assert summary["partitions"] == n and summary["exit_code"] == 0, summary["partitions"]
-        results.append({"partitions": n, "bytes": summary["bytes"], "tasks": summary["tasks"],
+            for proc in reversed(procs):
+                if proc.poll() is None:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                    proc.wait(30)
+
+
+def main() -> int:
+    results, clustered = [], []
+    for spec in FLEETS:
+        n, brokers = _fleet_shape(spec)
+        log_dirs = fleet(n, brokers)
+        before = os.getloadavg()[0]
+        t_verify, verify_rss = verify_command(log_dirs)
+        run = audit_command(n, brokers)
+        results.append({"partitions": n, "log_dirs": brokers, **run,
                         "verify_s": round(t_verify, 2), "verify_rss_mb": round(verify_rss),
-                        "audit_s": round(t_audit, 2), "audit_phases": summary["seconds"],
-                        "driver_python_rss_mb": round(driver_rss), "driver_jvm_rss_mb": round(jvm_rss),
+                        "check_to_verify": round(run["audit_phases"]["check"] / t_verify, 2),
                         "verify_s_per_1000": round(t_verify / n * 1000, 3),
-                        "audit_s_per_1000": round(t_audit / n * 1000, 3)})
+                        "audit_s_per_1000": round(run["audit_s"] / n * 1000, 3),
+                        "load_average": [round(before, 2), round(os.getloadavg()[0], 2)]})
+    if ON_CLUSTER:
+        with standalone() as url:
+            for spec in ON_CLUSTER:
+                n, brokers = _fleet_shape(spec)
+                fleet(n, brokers)
+                before = os.getloadavg()[0]
+                run = audit_command(n, brokers, url)
+                clustered.append({"partitions": n, "log_dirs": brokers, **run,
+                                  "audit_s_per_1000": round(run["audit_s"] / n * 1000, 3),
+                                  "load_average": [round(before, 2), round(os.getloadavg()[0], 2)]})
     write_results("audit_many", {
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
-        "master": MASTER, "load_average": round(os.getloadavg()[0], 2), "runs": results}, render)
+        "master": MASTER, "runs": results, "cluster": clustered,
+        "model": model(results), "cluster_model": model(clustered)}, render)
     return 0
+
+
+def _fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
+    """Least squares y = a + b x."""
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    var = sum((x - mx) ** 2 for x in xs)
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / var if var else 0.0
+    return my - b * mx, b
+
+
+def model(runs: list[dict]) -> dict | None:
+    """Straight lines through the runs over the same number of log dirs (the most common): the driver's
+    Python peak (MB at no partitions, MB per 1,000 partitions), its Python CPU seconds and the audit's seconds
+    per 1,000; the driver's Python per log dir, from runs of as many partitions over more log dirs. The JVM
+    gets no line: its peak follows the heap Spark lets it grow to, not the partitions (docs/fleet.md)."""
+    shapes = [r["log_dirs"] for r in runs]
+    if not shapes:
+        return None
+    usual = max(set(shapes), key=shapes.count)
+    same = [r for r in runs if r["log_dirs"] == usual]
+    if len({r["partitions"] for r in same}) < 2:
+        return None
+    xs = [r["partitions"] / 1000 for r in same]
+    fitted: dict = {"log_dirs": usual, "points": len(same)}
+    for key in ("driver_python_rss_mb", "driver_python_cpu_s", "driver_jvm_heap_after_gc_mb"):
+        a, b = _fit(xs, [r[key] for r in same])
+        fitted[key] = {"at_0": round(a, 1), "per_1000": round(b, 4)}
+    for key in ("driver_jvm_rss_mb", "audit_s_per_1000"):
+        fitted[key] = [min(r[key] for r in same), max(r[key] for r in same)]
+    wider = [(r, o) for r in runs if r["log_dirs"] != usual
+             for o in same if o["partitions"] == r["partitions"]]
+    fitted["driver_python_mb_per_log_dir"] = round(
+        sum((r["driver_python_rss_mb"] - o["driver_python_rss_mb"]) / (r["log_dirs"] - o["log_dirs"])
+            for r, o in wider) / len(wider), 3) if wider else None
+    return fitted
+
+
+def _model_text(m: dict | None, where: str) -> str:
+    if m is None:
+        return ""
+    per_dir = "" if m["driver_python_mb_per_log_dir"] is None else \
+        f" and {m['driver_python_mb_per_log_dir']} MB per further log dir"
+    py, heap = m["driver_python_rss_mb"], m["driver_jvm_heap_after_gc_mb"]
+    return (f"{where}, fitted to the {m['points']} runs over {m['log_dirs']} log dirs (least squares against "
+            f"partitions): the driver's Python {py['at_0']} MB + {py['per_1000']} MB per 1,000 partitions{per_dir}, "
+            f"its CPU {m['driver_python_cpu_s']['per_1000']} s per 1,000; the heap its JVM kept after a garbage "
+            f"collection {heap['at_0']} MB + {heap['per_1000']} MB per 1,000, its RSS {m['driver_jvm_rss_mb'][0]} "
+            f"to {m['driver_jvm_rss_mb'][1]} MB (as far as Spark's 1 GB heap limit let it grow); the audit "
+            f"{m['audit_s_per_1000'][0]} to {m['audit_s_per_1000'][1]} s per 1,000 partitions.\n")
 
 
 def render(r: dict) -> str:
     rows = "\n".join(
-        f"| {x['partitions']:,} | {x['bytes'] / 1e6:.0f} MB | {x['verify_s']} s ({x['verify_s_per_1000']} s) | "
-        f"{x['verify_rss_mb']} MB | {x['audit_s']} s ({x['audit_s_per_1000']} s) | {x['audit_phases']['listing']} / "
-        f"{x['audit_phases']['check']} / {x['audit_phases']['output']} s | {x['tasks']} | "
-        f"{x['driver_python_rss_mb']} MB + JVM {x['driver_jvm_rss_mb']} MB |" for x in r["runs"])
+        f"| {x['partitions']:,} | {x['log_dirs']} | {x['bytes'] / 1e6:.0f} MB | {x['verify_s']} s "
+        f"({x['verify_s_per_1000']} s) | {x['verify_rss_mb']} MB | {x['startup_s']} s | {x['audit_s']} s "
+        f"({x['audit_s_per_1000']} s) | {x['audit_phases']['listing']} / {x['audit_phases']['check']} / "
+        f"{x['audit_phases']['output']} s | {x['check_to_verify']}x | {x['driver_python_cpu_s']} s | {x['tasks']} | "
+        f"{x['driver_python_rss_mb']} MB + JVM {x['driver_jvm_rss_mb']} MB | {x['driver_jvm_heap_after_gc_mb']} MB | "
+        f"{x['worker_python_rss_mb']} MB | "
+        f"{x['load_average'][0]} / {x['load_average'][1]} |" for x in r["runs"])
+    cluster = "\n".join(
+        f"| {x['partitions']:,} | {x['log_dirs']} | {x['startup_s']} s | {x['audit_s']} s "
+        f"({x['audit_s_per_1000']} s) | {x['audit_phases']['listing']} / {x['audit_phases']['check']} / "
+        f"{x['audit_phases']['output']} s | {x['driver_python_cpu_s']} s | {x['tasks']} | "
+        f"{x['driver_python_started_mb']} / {x['driver_python_rss_mb']} MB | "
+        f"{x['driver_jvm_started_mb']} / {x['driver_jvm_rss_mb']} MB | {x['driver_jvm_heap_after_gc_mb']} MB | "
+        f"{x['load_average'][0]} / {x['load_average'][1]} |" for x in r.get("cluster", []))
+    head = ("| partitions | log dirs | Spark start | audit (per 1,000) | listing / checks / tables | "
+            "driver Python CPU | tasks | driver Python | driver JVM | JVM heap after GC | load |\n|" + "---|" * 11)
+    on_cluster = "" if not cluster else f"""
+The same fleets on a standalone cluster started on loopback (a master and two workers of one core, 1 GB
+each): the driver's JVM is then the driver's only. Its Python and JVM, when Spark had started / at their peak:
+
+{head}
+{cluster}
+
+{_model_text(r.get("cluster_model"), "On the cluster")}"""
     return f"""# audit at fleet scale (many small partitions)
 
-{r['machine']}; `logtool audit` on {r['master']} (a running session: Spark's start-up not counted) against serial
-`logtool verify`, one run each; load average {r['load_average']} when it ended.
+{r['machine']}; `logtool audit` on {r['master']} against serial `logtool verify`, one run each, each audit in a
+process of its own: "Spark start" is the session's start, not in the audit's seconds; check / verify is the
+check phase against verify's whole run; driver Python CPU: the seconds the driver's own Python worked (listing
+results, the deal, the summary), the audit's serial part. Peak RSS: the driver's Python and its JVM (with a
+local master the executor too: it holds the cached rows), the largest Python worker; JVM heap after GC: the
+most the driver's JVM heap held after any garbage collection (from its GC log), what it needed at most. Load average (1 minute)
+before verify and after the audit: the machine is shared, so times are noisy; memory is not.
 
-| partitions | bytes | verify (per 1,000) | verify peak RSS | audit (per 1,000) | listing / checks / tables | tasks | driver peak RSS |
-|---|---|---|---|---|---|---|---|
+| partitions | log dirs | bytes | verify (per 1,000) | verify peak RSS | Spark start | audit (per 1,000) | listing / checks / tables | check / verify | driver Python CPU | tasks | driver peak RSS | JVM heap after GC | worker peak RSS | load |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
 {rows}
+
+{_model_text(r.get("model"), "On local[2]")}{on_cluster}
+What this means for a million partitions on 500 brokers: the fleet audit's page, "The driver's memory".
 """  # noqa: E501 - the report's Markdown: a table row, or a line, as it is written
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--one"]:
+        print(json.dumps(audit_once(int(sys.argv[2]), int(sys.argv[3]), *sys.argv[4:5])))
+        sys.exit(0)
     sys.exit(main())

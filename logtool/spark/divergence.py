@@ -9,7 +9,11 @@ same one. The first b where they do not is the divergence point:
 - `different-batch`: replicas hold different batches at b;
 - `missing-batch`: some replicas hold no batch starting at b where the others hold one.
 Where the sequences never part but end at different offsets, the partition is `shorter` at the first offset
-the shortest replicas lack.
+the shortest replicas lack. A replica holding no batch takes no part in the comparison, but ends where its log
+ends (its segments' base offsets say where: a KRaft node that fetched the leader's snapshot has an empty metadata
+log starting at the snapshot's offset). `leader_epochs` gives each replica's leader epoch at the offset reported
+(that of its batch starting there; none where it holds none), which for the `__cluster_metadata` logs of a
+cluster's controllers and brokers is the raft epoch each was written in.
 
 `affected` has one meaning for every kind: the replicas that differ from the one Kafka would keep. At the
 divergence point that is the batch of the highest leader epoch (a replica holding none there ranks lowest),
@@ -47,23 +51,37 @@ def shared_partitions(partitions: DataFrame) -> DataFrame:
 def divergence(batches: DataFrame, partitions: DataFrame) -> DataFrame:
     """One row per diverging partition (schema `rows.DIVERGENCE`), from the per-batch rows and the partitions
     table (whose first and last offsets are those of each replica's batches)."""
-    # Per shared partition: its replicas with the offsets their batches span (null for an empty one), and
-    # the highest first offset among them, where the comparison starts.
-    span = F.struct("log_dir", "node_id", F.col("first_offset").alias("first"), (F.col("last_offset") + 1).alias("end"))
+    # Per shared partition: its replicas with the offsets their batches span, and the highest first offset
+    # among them, where the comparison starts. A replica holding no batch starts nowhere (first null) and ends
+    # at its log end offset: its first damaged segment's base offset, where recovery would cut it, else its last
+    # segment's (an empty active segment: so a KRaft node that fetched the leader's snapshot starts its metadata
+    # log at the snapshot's offset); null where it has no segment at all.
+    empty_end = F.coalesce(
+        F.expr("array_min(transform(filter(segments, s -> s.first_invalid_position is not null), s -> s.base_offset))"),
+        F.expr("array_max(transform(segments, s -> s.base_offset))"))
+    span = F.struct("log_dir", "node_id", F.col("first_offset").alias("first"),
+                    F.coalesce(F.col("last_offset") + 1, empty_end).alias("end"))
     shared = (_plain(partitions).groupBy(*KEY)
               .agg(F.count("*").alias("n"), F.sort_array(F.collect_list(span)).alias("replicas"),
                    F.max("first_offset").alias("start"))
-              .filter("n > 1").drop("n"))
+              .filter("n > 1").drop("n")
+              .withColumn("shortest", F.expr("array_min(transform(replicas, r -> coalesce(r.end, start)))")))
     # Partitioned by (cluster id, topic, partition) once: the join and both aggregations below then need no
-    # other shuffle.
+    # other shuffle. At each batch start: whether the replicas part there; and the batches at the first offset
+    # the shortest replicas lack, for the leader epochs of a `shorter` partition.
+    covering = "size(filter(replicas, r -> r.first <= base_offset and r.end > base_offset))"
+    parts = (F.size("holders") < F.expr(covering)) | (F.col("versions") > 1)
+    parting_offset = F.when(F.col("parts"), F.col("base_offset"))  # null elsewhere: min_by passes it over
     parting = (_keyed(batches).repartition(*KEY).join(shared, KEY).filter(F.col("base_offset") >= F.col("start"))
                .groupBy(*KEY, "base_offset")
-               .agg(F.first("replicas").alias("replicas"),
+               .agg(F.first("replicas").alias("replicas"), F.first("shortest").alias("shortest"),
                     F.collect_list(F.struct("log_dir", "last_offset", "crc", "leader_epoch")).alias("holders"),
                     F.countDistinct("last_offset", "crc", "leader_epoch").alias("versions"))
-               .filter((F.size("holders") < F.expr("size(filter(replicas, r -> r.end > base_offset))"))
-                       | (F.col("versions") > 1))
-               .groupBy(*KEY).agg(F.min_by(F.struct("base_offset", "holders"), "base_offset").alias("at")))
+               .withColumn("parts", parts)
+               .filter(F.col("parts") | (F.col("base_offset") == F.col("shortest")))
+               .groupBy(*KEY)
+               .agg(F.min_by(F.struct("base_offset", "holders"), parting_offset).alias("at"),
+                    F.first(F.when(~F.col("parts"), F.col("holders")), ignorenulls=True).alias("tail")))
     # Only what diverges goes on to Python: a parting point, or replicas ending at different offsets.
     ends_differ = F.expr("size(array_distinct(transform(replicas, r -> coalesce(r.end, start)))) > 1")
     described = shared.join(parting, KEY, "left").filter(F.col("at").isNotNull() | ends_differ).rdd.flatMap(describe)
@@ -75,26 +93,29 @@ def describe(row: Row) -> list[tuple]:
     names = [r.log_dir for r in row.replicas]
     if row.at is not None:
         kind, at, affected, detail = _parting(row)
-    elif row.start is None:  # every replica is empty
+        holders = row.at.holders
+    elif row.start is None:  # no replica holds a batch
         return []
     else:
-        # An empty replica lacks everything from the first offset the others hold.
+        # A replica without segments lacks everything from the first offset the others hold.
         ends = {r.log_dir: r.end if r.end is not None else row.start for r in row.replicas}
         at, high = min(ends.values()), max(ends.values())
         if at == high:
             return []
         kind, affected = "shorter", sorted(d for d, end in ends.items() if end == at)
         detail = f"{', '.join(affected)} end before offset {at}; the longest replica goes on to offset {high - 1}"
+        holders = row.tail or []  # the batches at the first offset the shortest lack, where the others hold one
     nodes = {r.log_dir: r.node_id for r in row.replicas}
+    epochs = {h.log_dir: h.leader_epoch for h in holders}
     return [(row.cluster_id or None, row.topic, row.partition, names, at, kind, affected, [nodes[d] for d in affected],
-             detail)]
+             detail, [epochs.get(d) for d in names])]
 
 
 def _parting(row: Row) -> tuple[str, int, list[str], str]:
     """(kind, offset, affected, detail) where the replicas' batches part."""
     at = row.at.base_offset
     ends = {r.log_dir: r.end for r in row.replicas}
-    covering = sorted(d for d, end in ends.items() if end is not None and end > at)
+    covering = sorted(r.log_dir for r in row.replicas if r.first is not None and r.first <= at < r.end)
     versions: dict[tuple[int, int, int], list[str]] = defaultdict(list)
     for h in row.at.holders:
         versions[(h.last_offset, h.crc, h.leader_epoch)].append(h.log_dir)

@@ -1,18 +1,20 @@
-"""The audit's driver: list the PATHs (on executors, unless the master is local), split the work by bytes,
-run verify's checks in Spark tasks, write the tables and the summary. The driver itself never reads a log dir
-on a cluster."""
+"""The audit's driver: list the PATHs on executors, split the work by bytes, run verify's checks in Spark
+tasks, write the tables and the summary. The driver itself never reads a log dir, and holds no object per
+partition: the listings come back as columns (listing.Targets), are dealt out to the tasks as columns, and
+what comes back to it is a few tallies and the partitions that change a verdict."""
 from __future__ import annotations
 
 import datetime
 import json
+import math
+import pickle
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial, reduce
-from pathlib import Path
 
-from pyspark import Accumulator, Broadcast, SparkContext, StorageLevel
+from pyspark import Accumulator, SparkContext, StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.util import InheritableThread
@@ -21,17 +23,17 @@ from logtool import __version__
 from logtool.findings import Severity
 from logtool.checks.logdir_set import check_log_dir_sets_by_node
 from logtool.spark.divergence import divergence
-from logtool.spark.hosts import Pin, gateway, is_local, located, pinned, resolve
-from logtool.spark.listing import Listing, Sized, list_path, not_audited
-from logtool.spark.outcome import blob, checked_rows, merged_rows, partition_path, unit_rows
+from logtool.spark.hosts import Pin, gateway, located, pinned, resolve
+from logtool.spark.listing import Listing, list_path, not_audited, path_key
+from logtool.spark.outcome import blob, gathered, lost_rows, merged_rows, partition_path, unit_rows
 from logtool.spark.progress import job_progress
 from logtool.spark.rounds import progress_made, repin
 from logtool.spark.rows import (BATCH, FINDING, FINDINGS, JUDGED, MISPLACED, PARTITION, PIECE, TAGGED, TALLY,
                                 SCHEMA_VERSION, VERDICTS, broker_of, listing_findings, verdict_row)
 from logtool.spark.session import preflight, ship
-from logtool.spark.split import TASKS_PER_CORE, Unit, split, task_size, weight
+from logtool.spark.split import TASKS_PER_CORE, Unit, split, task_size
 from logtool.spark.summary import Tally, divergence_summary
-from logtool.spark.task import Settings, item_not_audited
+from logtool.spark.task import Settings
 from logtool.spark.verdicts import fleet_verdicts, verdict_summary
 
 ROWS_PER_FILE = 200_000  # partitions per Parquet file: a few files for a big fleet, one for a small one
@@ -61,22 +63,25 @@ def run_audit(spark: SparkSession, audit: Audit, startup_seconds: float | None =
     listings = _list(sc, audit.paths, f"{group}-listing")
     log_dirs = [ld for listing in listings for ld in listing.report.log_dirs]
     check_log_dir_sets_by_node(log_dirs)
-    items = [t for listing in listings for t in listing.targets]
-    task_bytes = audit.task_bytes or task_size(items, sc.defaultParallelism)
-    units = split(items, task_bytes)
+    # The driver deals the listings' columns out into the tasks' shares, then keeps only their log dirs.
+    targets = [listing.targets for listing in listings]
+    task_bytes = audit.task_bytes or task_size(targets, sc.defaultParallelism)
+    units = split(targets, task_bytes)
+    del targets
+    for listing in listings:
+        listing.targets = listing.targets.outline()
     listed = time.perf_counter()
 
     sc.setJobGroup(f"{group}-check", "logtool audit: checking partitions")
     # The aggregations over the tables are small next to the checks: a few shuffle partitions, not 200.
     spark.conf.set("spark.sql.shuffle.partitions", str(max(2 * sc.defaultParallelism, len(units))))
-    dirs = sc.broadcast({str(Path(ld.path)): ld for ld in log_dirs})
     checked = sc.accumulator(0)
     with job_progress(sc, f"{group}-check", "checking partitions", checked, sum(len(u.items) for u in units)):
         # The checks fill the cache every table below is read from.
-        rows = _check(spark, units, audit.settings, dirs, checked)
-        sent = rows[-1].filter(rows[-1].kind.isin(TALLY, JUDGED)).select("kind", "blob").collect()
-    counted = reduce(Tally.merge, (blob(r) for r in sent if r.kind == TALLY), Tally())
-    verdicts = fleet_verdicts(listings, (blob(r) for r in sent if r.kind == JUDGED))
+        rows = _check(spark, units, audit.settings, checked)
+        sent = _gather(rows[-1])
+    counted = reduce(Tally.merge, (pickle.loads(b) for kind, b in sent if kind == TALLY), Tally())
+    verdicts = fleet_verdicts(listings, (pickle.loads(b) for kind, b in sent if kind == JUDGED))
     checked_at = time.perf_counter()
 
     sc.setJobGroup(f"{group}-output", "logtool audit: writing the tables")
@@ -85,7 +90,6 @@ def run_audit(spark: SparkSession, audit: Audit, startup_seconds: float | None =
         summary = _write(spark, out, audit, counted, rows, listings, len(units), verdicts)
     for cached in rows:
         cached.unpersist()
-    dirs.destroy()
     done = time.perf_counter()
 
     summary |= {
@@ -129,11 +133,14 @@ def _write(spark: SparkSession, out: "_Output", audit: Audit, counted: Tally, ro
 
 
 def _list(sc: SparkContext, paths: tuple[str, ...], group: str) -> list[Listing]:
-    """What verify plans for each PATH, with segment sizes. On a cluster the PATHs may be reachable from the
-    executors only, so they list (a HOST:PATH on an executor of its host); with a local master the driver's
-    machine is the executors' and listing in this process saves a Spark job. A HOST:PATH whose host has no
-    live executor is not audited: a finding row says so and the rest goes on."""
+    """What verify plans for each PATH, with segment sizes, listed by the executors (a HOST:PATH on an
+    executor of its host): on a cluster the PATHs may be reachable from the executors only, and with any
+    master the driver then holds each PATH's listing only as columns, never a partition's objects (with a
+    local master too: 100,000 partitions over 4 log dirs listed in the driver's Python cost it 30 MB more at
+    its peak). A HOST:PATH whose host has no live executor is not audited: a finding row says so and the
+    rest goes on."""
     asked = [pinned(p) for p in paths]
+    keys = frozenset(path_key(path, Pin(host, host) if host else None) for host, path in asked)
     executors = resolve(sc, sorted({host for host, _ in asked if host is not None})) if any(h for h, _ in asked) \
         else {}
     work: list[tuple[int, str, Pin | None]] = []
@@ -145,27 +152,31 @@ def _list(sc: SparkContext, paths: tuple[str, ...], group: str) -> list[Listing]
             listings[i] = not_audited(path, host, f"no live Spark executor on {host}")
         else:
             work.append((i, path, Pin(host, executor)))
-    if is_local(sc):
-        listings |= {i: list_path(path, pin) for i, path, pin in work}
-    elif work:
-        listings |= dict(zip((i for i, _, _ in work), list_on_executors(sc, [(p, pin) for _, p, pin in work], group)))
+    if work:
+        listings |= dict(zip((i for i, _, _ in work),
+                             list_on_executors(sc, [(p, pin) for _, p, pin in work], group, keys)))
     return [listings[i] for i in range(len(paths))]
 
 
-def list_on_executors(sc: SparkContext, paths: list[tuple[str, Pin | None]], group: str) -> list[Listing]:
-    """(PATH, its pin or None) listed on executors, each pinned one on its host, in the order given."""
+def list_on_executors(sc: SparkContext, paths: list[tuple[str, Pin | None]], group: str,
+                      keys: frozenset[str] | None = None) -> list[Listing]:
+    """(PATH, its pin or None) listed on executors, each pinned one on its host, in the order given. `keys`:
+    of all the PATHs audited together (listing.path_key), by default these."""
+    if keys is None:
+        keys = frozenset(path_key(p, pin) for p, pin in paths)
+    listed_one = partial(_list_one, keys)
     sc.setJobGroup(group, "logtool audit: listing the PATHs")
     with job_progress(sc, group, "listing"):
         if not any(pin for _, pin in paths):
             # One task per PATH (a log dir is a fair share of listing), but no more than the cluster runs at once.
             slices = max(1, min(len(paths), TASKS_PER_CORE * sc.defaultParallelism))
-            return sc.parallelize([p for p, _ in paths], slices).map(list_path).collect()
+            return sc.parallelize(paths, slices).map(listed_one).collect()
         # One task per PATH, each where it must run; again for those Spark ran elsewhere (spark/rounds.py).
         listed: dict[int, Listing] = {}
         pending, stalled = list(enumerate(paths)), 0
         while pending:
             got = located(sc, [(work, work[1].executor if work[1] else None) for _, work in pending]) \
-                .map(_list_one).collect()
+                .map(listed_one).collect()
             listed |= {i: listing for (i, _), listing in zip(pending, got) if not listing.misplaced}
             back = [(i, work) for (i, work), listing in zip(pending, got) if listing.misplaced]
             stalled = progress_made(len(pending), len(back), stalled)
@@ -180,13 +191,13 @@ def _pin_of_work(work: tuple[int, tuple[str, Pin | None]]) -> Pin:
     return pin
 
 
-def _sized_pin(item: Sized) -> Pin:
-    assert item.pin is not None, "only a pinned item's task can run off its host"
-    return item.pin
+def _unit_pin(unit: Unit) -> Pin:
+    assert unit.pin is not None, "only a pinned unit's task can run off its host"
+    return unit.pin
 
 
-def _list_one(work: tuple[str, Pin | None]) -> Listing:
-    return list_path(*work)
+def _list_one(keys: frozenset[str], work: tuple[str, Pin | None]) -> Listing:
+    return list_path(*work, paths=keys)
 
 
 def _side_by_side(*calls: Callable[[], None]) -> None:
@@ -212,41 +223,48 @@ def _kind(rows: DataFrame, kind: str) -> DataFrame:
     return rows.filter(rows.kind == kind)
 
 
-def _check(spark: SparkSession, units: list[Unit], settings: Settings, dirs: Broadcast,
+def _check(spark: SparkSession, units: list[Unit], settings: Settings,
            checked_items: Accumulator) -> list[DataFrame]:
     """The checks, as tagged rows (`rows.TAGGED`) cached in the JVM; the last DataFrame holds every
-    partition's rows (the others are cached steps towards it, to unpersist at the end). Pinned items Spark
+    partition's rows (the others are cached steps towards it, to unpersist at the end). Pinned units Spark
     ran off their host go again, in rounds, until checked or their host is gone (spark/rounds.py). Pieces of
     a split partition are joined again last, which is the only shuffle, and only when something was split."""
     sc = spark.sparkContext
     rounds: list[DataFrame] = []
-    pending, stalled = units, 0
+    split_any = any(u.items.pieces for u in units)
     # A pinned item's rows cannot be computed again anywhere but on its host: kept on two executors, so that
     # the loss of one (its host gone) costs no row already checked there (Spark would run the task again,
     # off the dead host, where it reads nothing).
-    keep = StorageLevel.MEMORY_AND_DISK_2 if any(u.host for u in units) else StorageLevel.MEMORY_AND_DISK
+    keep = StorageLevel.MEMORY_AND_DISK_2 if any(u.pin for u in units) else StorageLevel.MEMORY_AND_DISK
+    pending, stalled = units, 0
     while pending:
         # Units pinned to a host (HOST:PATH) go where their host is; the others anywhere.
-        tasks = located(sc, [(u, u.host) for u in pending]) if any(u.host for u in pending) else \
+        tasks = located(sc, [(u, u.host) for u in pending]) if any(u.pin for u in pending) else \
             sc.parallelize(pending, max(1, len(pending)))
-        checked = spark.createDataFrame(tasks.flatMap(partial(unit_rows, settings, dirs, checked_items)),
+        checked = spark.createDataFrame(tasks.flatMap(partial(unit_rows, settings, checked_items)),
                                         TAGGED).persist(keep)
         rounds.append(checked)
-        back = [blob(r) for r in _kind(checked, MISPLACED).select("blob").collect()]  # runs the round
-        stalled = progress_made(sum(len(u.items) for u in pending), len(back), stalled)
-        again, gone = repin(sc, back, _sized_pin, stalled)
-        if gone:
-            lost = [item_not_audited(item, why) for item, why in gone]
-            rounds.append(spark.createDataFrame(list(checked_rows(dirs.value, lost)), TAGGED))
-        pending = [Unit((item,), weight(item), _sized_pin(item).executor) for item in again]
+        back: list[Unit] = [blob(r) for r in _kind(checked, MISPLACED).select("blob").collect()]  # runs the round
+        stalled = progress_made(len(pending), len(back), stalled)
+        pending, gone = repin(sc, back, _unit_pin, stalled)
+        if gone:  # their rows made on executors too: a lost host's partitions may be many
+            lost = sc.parallelize(gone, len(gone)).flatMap(lost_rows)
+            rounds.append(spark.createDataFrame(lost, TAGGED))
     # No unit at all (no PATH could be listed): an empty table, whose rows are the listing's findings only.
     checked = reduce(DataFrame.unionByName, rounds) if rounds else spark.createDataFrame([], TAGGED)
-    if not any(item.piece is not None for unit in units for item in unit.items):
+    if not split_any:
         return [*rounds, checked]
     joined = (_kind(checked, PIECE).select("blob").rdd.map(blob).keyBy(partition_path).groupByKey().values()
-              .mapPartitions(partial(merged_rows, settings, dirs)))
+              .mapPartitions(partial(merged_rows, settings)))
     whole = checked.filter(checked.kind != PIECE).unionByName(spark.createDataFrame(joined, TAGGED)).persist(keep)
     return [*rounds, whole]
+
+
+def _gather(rows: DataFrame) -> list[tuple[str, bytes]]:
+    """The rows.JUDGED blobs and the tasks' tallies, the tallies added up on executors first: a few come
+    to the driver, not one per task."""
+    sent = rows.filter(rows.kind.isin(TALLY, JUDGED)).select("kind", "blob").rdd
+    return sent.coalesce(max(1, math.isqrt(sent.getNumPartitions()))).mapPartitions(gathered).collect()
 
 
 class _Output:

@@ -1,76 +1,87 @@
 """What a check task sends back: for each partition it checked, verify's checks against the partition's log
-dir (its checkpoints and clean-shutdown marker, broadcast from the listing), then the rows of every table and,
-once per task, a `Tally` for the summary. Pieces of a split partition go back whole, to be joined first."""
+dir (its checkpoint entries and the log dir's clean-shutdown marker, which the partition carries from the
+listing: listing.RootFiles), then the rows of every table and, once per task, a `Tally` for the summary.
+Pieces of a split partition go back whole, to be joined first."""
 from __future__ import annotations
 
 import pickle
 from collections.abc import Iterable, Iterator
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any
 
-from logtool.checks.logdir import LogDirReport
 from logtool.checks.engine import check_against_log_dir
-from logtool.spark.listing import Sized
-from logtool.spark.rows import (BATCH, FINDING, JUDGED, MISPLACED, PARTITION, PIECE, TALLY, Broker, batch_rows,
-                                broker_of, checked_findings, partition_row)
+from logtool.spark.rows import (BATCH, FINDING, JUDGED, MISPLACED, PARTITION, PIECE, TALLY, batch_rows,
+                                checked_findings, partition_row)
 from logtool.recovery.verdict import Judged, judge
 from logtool.spark.hosts import executor_host, named, same_host
 from logtool.spark.split import Unit
 from logtool.spark.summary import Tally
-from logtool.spark.task import Checked, Settings, check_unit, merge
+from logtool.spark.task import Checked, Settings, check_unit, item_not_audited, merge
 
 if TYPE_CHECKING:
-    from pyspark import Accumulator, Broadcast
-
-LogDirs: TypeAlias = "Broadcast[dict[str, LogDirReport]]"
+    from pyspark import Accumulator
 
 
-def unit_rows(settings: Settings, log_dirs: LogDirs, checked: "Accumulator[int]", unit: Unit) -> Iterator[tuple]:
-    """The tagged rows (schema `rows.TAGGED`) of one unit's partitions; a piece's outcome as it is; an item
+def unit_rows(settings: Settings, checked: "Accumulator[int]", unit: Unit) -> Iterator[tuple]:
+    """The tagged rows (schema `rows.TAGGED`) of one unit's partitions; a piece's outcome as it is; a unit
     that ran off its host, to pin again. `checked` counts the items checked (the driver's progress)."""
     done = 0
 
-    def counted(outcomes: Iterable[Checked | Sized]) -> Iterator[Checked | Sized]:
+    def counted(outcomes: Iterable[Checked | Unit]) -> Iterator[Checked | Unit]:
         nonlocal done
         for c in outcomes:  # streamed: a task's reports are not all held at once
-            done += not isinstance(c, Sized)
+            done += not isinstance(c, Unit)
             yield c
 
-    yield from checked_rows(log_dirs.value, counted(check_unit(settings, unit)))
+    yield from checked_rows(counted(check_unit(settings, unit)))
     checked.add(done)
 
 
-def checked_rows(log_dirs: dict[str, LogDirReport], outcomes: Iterable[Checked | Sized]) -> Iterator[tuple]:
+def lost_rows(lost: tuple[Unit, str]) -> Iterator[tuple]:
+    """The tagged rows of a pinned unit whose host is gone: each item not audited, saying why."""
+    unit, why = lost
+    yield from checked_rows(item_not_audited(item, why) for item in unit.items)
+
+
+def checked_rows(outcomes: Iterable[Checked | Unit]) -> Iterator[tuple]:
     """The tagged rows of outcomes, and their `Tally`."""
-    tally, brokers = Tally(), dict[str, Broker]()
+    tally = Tally()
     for c in outcomes:
-        if isinstance(c, Sized):
+        if isinstance(c, Unit):
             yield (MISPLACED, None, None, None, pickle.dumps(c, pickle.HIGHEST_PROTOCOL))
         elif c.item.piece is None:
-            yield from _rows(log_dirs, c, tally, brokers)
+            yield from _rows(c, tally)
         else:
             yield (PIECE, None, None, None, pickle.dumps(c, pickle.HIGHEST_PROTOCOL))
     yield (TALLY, None, None, None, pickle.dumps(tally, pickle.HIGHEST_PROTOCOL))
 
 
-def merged_rows(settings: Settings, log_dirs: LogDirs, partitions: Iterable[Iterable[Checked]]) -> Iterator[tuple]:
+def merged_rows(settings: Settings, partitions: Iterable[Iterable[Checked]]) -> Iterator[tuple]:
     """The tagged rows of split partitions, each given as its pieces."""
-    tally, brokers = Tally(), dict[str, Broker]()
+    tally = Tally()
     for pieces in partitions:
-        yield from _rows(log_dirs.value, merge(pieces, settings.transaction_timeout_ms), tally, brokers)
+        yield from _rows(merge(pieces, settings.transaction_timeout_ms), tally)
     yield (TALLY, None, None, None, pickle.dumps(tally, pickle.HIGHEST_PROTOCOL))
 
 
-def _rows(log_dirs: dict[str, LogDirReport], c: Checked, tally: Tally, brokers: dict[str, Broker]) -> Iterator[tuple]:
-    """A checked partition's rows; `brokers` keeps each log dir's identity for the task's later partitions."""
+def gathered(rows: Iterable[Any]) -> Iterator[tuple[str, bytes]]:
+    """Of the rows.TALLY and rows.JUDGED rows of a few tasks, on an executor: the judged ones as they are and
+    the tallies added up into one, so that the driver receives a tally per slice of the work, not per task."""
+    tally = Tally()
+    for row in rows:
+        if row.kind == TALLY:
+            tally.merge(pickle.loads(row.blob))
+        else:
+            yield row.kind, row.blob
+    yield TALLY, pickle.dumps(tally, pickle.HIGHEST_PROTOCOL)
+
+
+def _rows(c: Checked, tally: Tally) -> Iterator[tuple]:
+    """A checked partition's rows."""
     # verify holds a partition against the log dir it sits in, when that log dir is one of the PATHs.
-    parent = str(Path(c.report.path).parent)
-    ld = log_dirs.get(parent)
-    if ld is not None:
-        check_against_log_dir(ld, c.report)
-    if parent not in brokers:
-        brokers[parent] = broker_of(ld)
-    c.broker = brokers[parent]
+    root = c.item.root
+    if root is not None:
+        check_against_log_dir(root.report((c.report.topic, c.report.partition), c.item.checkpoints), c.report)
+        c.broker = root.broker
     c.judged = _judged(c)
     row = partition_row(c)
     tally.add(c, row)

@@ -8,11 +8,9 @@ from typing import Any
 from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, DoubleType, IntegerType, LongType,
                                StringType, StructField, StructType, TimestampType)
 
-from logtool.checks.logdir import LogDirReport
 from logtool.findings import Finding, Severity
-from logtool.format.meta import MetaError, meta_identity
 from logtool.recovery.verdict import Judged
-from logtool.spark.listing import Listing
+from logtool.spark.listing import Broker, Listing, broker_of
 from logtool.spark.task import Checked
 
 
@@ -56,7 +54,7 @@ TAGGED = _schema(("kind", S), ("finding", FINDINGS), ("partition", PARTITIONS), 
                  ("blob", BinaryType()))
 FINDING, PARTITION, BATCH = "finding", "partition", "batch"
 # blob: a piece of a split partition (a `Checked`), a task's `Tally`, (log dir, `Judged`) of a partition that
-# changes its log dir's verdict, a pinned item (a `Sized`) whose task ran off its host
+# changes its log dir's verdict, a pinned unit (a `split.Unit`) whose task ran off its host
 PIECE, TALLY, JUDGED, MISPLACED = "piece", "tally", "judged", "misplaced"
 
 # One row per log dir: verify's verdict (its JSON fields, documented in the README), and the host that read it.
@@ -73,24 +71,12 @@ VERDICTS = _schema(
     ("not_worked_out", ArrayType(_schema(("partition", S), ("why", S)))), ("next", ArrayType(S)))
 
 # Replicas are compared within one cluster; `affected` are the replicas that differ from the one Kafka's
-# truncation would keep (spark/divergence.py), `affected_nodes` their node ids.
+# truncation would keep (spark/divergence.py), `affected_nodes` their node ids; `leader_epochs`, one per replica
+# (in the order of `replicas`), the leader epoch of its batch starting at the first divergent offset (null: none).
 DIVERGENCE = _schema(
     ("cluster_id", S), ("topic", S), ("partition", I), ("replicas", ArrayType(S)), ("first_divergent_offset", L),
-    ("kind", S), ("affected", ArrayType(S)), ("affected_nodes", ArrayType(I)), ("detail", S))
-
-Broker = tuple[str | None, int | None]  # (cluster id, node id)
-
-
-def broker_of(log_dir: LogDirReport | None) -> Broker:
-    """The cluster and node a log dir belongs to, as Kafka reads its meta.properties; unknown parts None."""
-    if log_dir is None:
-        return None, None
-    try:
-        identity = meta_identity(log_dir.meta)
-    except MetaError:
-        return log_dir.meta.get("cluster.id"), None
-    return identity.cluster_id, identity.node_id
-
+    ("kind", S), ("affected", ArrayType(S)), ("affected_nodes", ArrayType(I)), ("detail", S),
+    ("leader_epochs", ArrayType(I)))
 
 def _findings(broker: Broker, log_dir: str | None, host: str, scope: str, path: str, topic: str | None,
               partition: int | None, segment: str | None, findings: Iterable[Finding]) -> list[tuple]:

@@ -69,26 +69,26 @@ def task_threads() -> None:
         fast.threads(max(1, ctx.cpus()))
 
 
-def check_unit(settings: Settings, unit: Unit) -> Iterator[Checked | Sized]:
-    """Each item's outcome; a pinned item whose task Spark ran off its host (its locality wait ran out) comes
+def check_unit(settings: Settings, unit: Unit) -> Iterator[Checked | Unit]:
+    """Each item's outcome; a pinned unit whose task Spark ran off its host (its locality wait ran out) comes
     back as it is, unread, for the driver to pin again (spark/rounds.py)."""
+    pin = unit.pin
+    here = executor_host()
+    if pin is not None and not same_host(pin.executor, here):  # never another host's disk
+        yield unit
+        return
     # One reading policy per task: --max-read-rate caps each task, as the operator sizes it per disk.
     reading = read_policy(settings.max_read_rate, settings.spare_page_cache)
     task_threads()
-    here = executor_host()
-    for item in unit.items:
-        pin = item.pin
-        if pin is not None and not same_host(pin.executor, here):  # never another host's disk
-            yield item
-            continue
+    for item in unit.items:  # made one at a time from the unit's columns
         lens = BatchKeys() if settings.replicas else None
         start = time.perf_counter()
         if item.piece is None:
             report = check_target(item.target, settings.deep, reading, lens, settings.transaction_timeout_ms)
         else:
             report = check_piece(item.target, item.piece, settings.deep, reading, lens)
-        report.path = named(pin, report.path)
-        yield Checked(item, reader(pin, here), report, time.perf_counter() - start, lens.keys if lens else [])
+        report.path = named(item.pin, report.path)
+        yield Checked(item, reader(item.pin, here), report, time.perf_counter() - start, lens.keys if lens else [])
 
 
 def item_not_audited(item: Sized, why: str) -> Checked:

@@ -22,8 +22,8 @@ def fleet_verdicts(listings: list[Listing], judged: Iterable[tuple[str, Judged]]
         for d in listing.report.log_dirs:
             by_dir.setdefault(str(Path(d.path)), (Verdict(d.path, True), listing.host, broker_of(d)))[0] \
                 .add_log_dir_findings(d.findings)
-        for t in listing.targets:
-            by_dir.setdefault(str(Path(t.log_dir)), (Verdict(t.log_dir, False), listing.host, (None, None)))
+        for log_dir in listing.targets.log_dirs():
+            by_dir.setdefault(str(Path(log_dir)), (Verdict(log_dir, False), listing.host, (None, None)))
     for log_dir, j in judged:
         by_dir[str(Path(log_dir))][0].add(j)
     return [_on_its_host(v.finish()).to_dict() | {"cluster_id": cluster, "node_id": node, "host": host}

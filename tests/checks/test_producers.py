@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import SHARED, kafka_case, require
 from support.offsets import offset_key, offset_value_v3
+from support.producers import MINUTE, TS, batches, txn
 
 from fixtures import generator as g
 from logtool.checks.engine import Target
@@ -20,16 +21,6 @@ from logtool.checks.partition import check_partition
 from logtool.cli import cli
 from logtool.spark.pieces import check_piece, finish_pieces
 from logtool.store.partition import Partition
-
-TS = g.FIXED_TIME_MS
-MINUTE = 60_000
-
-
-def batches(pid: int, epoch: int, first_seq: int, first_offset: int, n: int = 3, per: int = 2,
-            transactional: bool = False, ts: int = TS, library: str = "kafka-python") -> list[g.LogEntry]:
-    producer = g.Producer(pid, epoch, first_seq, transactional)
-    return g.build_batches(g.BatchSpec(library=library, batches=n, records_per_batch=per, producer=producer,
-                                       base_timestamp=ts), first_offset)
 
 
 def write(tmp: Path, entries: list[g.LogEntry], segment_bytes: int = 1 << 20, topic: str = "t") -> Path:
@@ -93,13 +84,6 @@ def test_sequences_wrap_at_int32_max(tmp_path):
 
 
 # ------------------------------------------------------------------------------------ transactions
-
-def txn(pid: int, epoch: int, first_seq: int, first_offset: int, ts: int, end: str | None) -> list[g.LogEntry]:
-    """A transaction of 2 batches at `first_offset`, then its marker (end: "commit", "abort" or None: open)."""
-    data = batches(pid, epoch, first_seq, first_offset, n=2, transactional=True, ts=ts)
-    if end is None:
-        return data
-    return data + [g.marker_batch(g.Producer(pid, epoch), first_offset + 4, end == "commit", ts + 100)]
 
 
 def test_ended_transactions_are_clean_an_open_one_is_noted_an_old_open_one_is_hanging(tmp_path):

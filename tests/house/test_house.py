@@ -180,6 +180,19 @@ def test_no_cycle_between_packages():
         why[(a, b)] for a, b in zip(cycle, cycle[1:]))
 
 
+def test_no_test_module_imports_another():
+    """What tests share lives in tests/support: a test module is found by pytest where its group is, and
+    importing one from another works only when pytest happened to collect it first."""
+    bad = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            bad += [f"{path.relative_to(ROOT)}:{node.lineno} imports {n}" for n in names
+                    if n.split(".")[-1].startswith("test_")]
+    assert not bad, "\n".join(bad)
+
+
 def test_layers():
     bad = [f"{_where(f, line, t)} ({_unit(m)} may not import {_unit(t)}, a higher layer)"
            for m, t, line, f in IMPORTS if RANK[_unit(t)] > RANK[_unit(m)]]

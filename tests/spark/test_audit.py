@@ -7,6 +7,7 @@ import datetime
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -20,8 +21,10 @@ from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
 from fixtures import generator as g
 from fixtures.fleet import TopicSpec, write_fleet
+from fixtures.metadata import metadata_value
 from logtool.checks.engine import Report, Target
 from logtool.cli import cli
+from logtool.format.crc import crc32c
 from logtool.recovery.verdict import Judged, Loss
 from logtool.spark.driver import Audit, list_on_executors, run_audit
 from logtool.spark.listing import Listing, Sized, list_path
@@ -151,6 +154,10 @@ def test_divergence_is_where_it_was_planted(spark, fleet, audited):
     found = {(r.topic, r.partition, r.kind, r.first_divergent_offset, tuple(r.affected)) for r in rows}
     assert found == {(d.topic, d.partition, d.kind, d.offset, d.affected) for d in fleet.written.divergences}
     assert all(len(r.replicas) == 3 and r.detail for r in rows)
+    # each replica's leader epoch at the point: none for the replicas lacking the batch there
+    for r in rows:
+        held = dict(zip(r.replicas, r.leader_epochs))
+        assert len(held) == 3 and all((held[a] is None) == (r.kind != "different-batch") for a in r.affected), r
     assert audited.summary["divergence"]["shared_partitions"] == sum(t.partitions for t in TOPICS)
 
 
@@ -203,7 +210,7 @@ def test_kafka_written_cases_split_at_every_segment_give_verify_s_findings(spark
 def test_a_hanging_transaction_split_across_tasks_is_verify_s_with_the_same_timeout(spark, tmp_path):
     """A transaction opened in one piece and still open at the end of another: hanging or merely open as
     --transaction-timeout says, in the audit as in verify."""
-    from test_producers import MINUTE, TS, batches, txn
+    from support.producers import MINUTE, TS, batches, txn
 
     entries = batches(7, 0, 0, 0) + txn(9, 1, 0, 6, TS, None) + batches(7, 0, 6, 10, n=6, ts=TS + 40 * MINUTE)
     path = str(g.write_partition(tmp_path / "data", "t", 0, entries, segment_bytes=400).path)
@@ -510,7 +517,7 @@ def test_audits_accumulate_and_answer_an_analyst_s_questions_in_duckdb(spark, fl
     """A second audit into the same output adds its own rows beside the first's; DuckDB reads the tables
     as they are (hive partitions by audit_id), with no column named by a reserved word."""
     import duckdb
-    from test_producers import MINUTE, TS, batches, txn
+    from support.producers import MINUTE, TS, batches, txn
 
     out = tmp_path / "out"
     shutil.copytree(audited.out, out)
@@ -566,12 +573,75 @@ def test_replicas_are_compared_within_their_cluster_only(spark, fleet, tmp_path)
     assert all(str(foreign) not in r[3] for r in rows["beside"])
 
 
+KRAFT_NODES = ("kafka-2167572160391180112", "kafka-7498518511977031704")  # node.id 0 and 2 of one real cluster
+KRAFT_CLUSTER = "ljAoerGESXi5val3QKEeFQ"
+
+
+def _kraft_node(root: Path, node_id: int, source: Path | None = None) -> Path:
+    """A log dir of node `node_id` of the real cluster: a copy of `source` (writable), or only meta.properties
+    and an empty __cluster_metadata-0."""
+    log_dir = root / f"node-{node_id}"
+    if source is None:
+        (log_dir / "__cluster_metadata-0").mkdir(parents=True)
+    else:
+        shutil.copytree(source, log_dir)
+        for p in [log_dir, *log_dir.rglob("*")]:
+            p.chmod(0o755 if p.is_dir() else 0o644)
+    (log_dir / "meta.properties").write_text(f"#\n#Fri Dec 15 12:55:03 CET 2023\nnode.id={node_id}\nversion=1\n"
+                                             f"cluster.id={KRAFT_CLUSTER}\n")
+    return log_dir
+
+
+def _metadata_divergence(spark, paths: list[Path], out: Path) -> list:
+    run_audit(spark, Audit(tuple(map(str, paths)), str(out), Settings(replicas=True)))
+    return [r for r in spark.read.parquet(str(out / "divergence")).collect() if r.topic == "__cluster_metadata"]
+
+
 def test_the_metadata_logs_of_a_cluster_s_nodes_are_compared_like_replicas(spark, tmp_path):
     """Two nodes of one KRaft cluster (Kafka's own test data in real-more): their __cluster_metadata logs are
-    compared as replicas are, and where they part is said with the offset and the leader epochs."""
+    compared as replicas are: node 2's log ends at offset 24, where node 0's goes on (offset 24 in leader epoch
+    1, then the LEADER_CHANGE of epoch 2). A third node whose metadata log is empty from offset 26 on (as after
+    fetching the leader's snapshot: Kafka starts the log anew at the snapshot's offset) lacks nothing."""
     root = require(SHARED / "real-more" / "apache__kafka" / "core" / "data")
-    nodes = [root / "kafka-2167572160391180112", root / "kafka-7498518511977031704"]  # node.id 0 and 2
-    run_audit(spark, Audit(tuple(map(str, nodes)), str(tmp_path / "out"), Settings(replicas=True)))
-    rows = [r for r in spark.read.parquet(str(tmp_path / "out" / "divergence")).collect()
-            if r.topic == "__cluster_metadata"]
-    assert [(r.partition, r.kind, r.first_divergent_offset, r.affected_nodes) for r in rows] == [(0, "shorter", 24, [2])]
+    fetched = _kraft_node(tmp_path, 1)
+    (fetched / "__cluster_metadata-0" / "00000000000000000026.log").write_bytes(b"")
+    nodes = [root / KRAFT_NODES[0], root / KRAFT_NODES[1], fetched]
+    rows = _metadata_divergence(spark, nodes, tmp_path / "out")
+    assert [(r.cluster_id, r.partition, r.kind, r.first_divergent_offset, r.affected_nodes) for r in rows] == \
+        [(KRAFT_CLUSTER, 0, "shorter", 24, [2])]
+    assert dict(zip(rows[0].replicas, rows[0].leader_epochs)) == {str(nodes[0]): 1, str(nodes[1]): None,
+                                                                   str(fetched): None}
+
+
+def test_where_a_node_s_metadata_log_parts_from_the_quorum_s_are_the_offset_and_the_epochs(spark, tmp_path):
+    """A controller and two brokers of the real cluster: the controller's metadata log is node 0's (the leader's
+    log, offsets 0..25: epoch 1, and from offset 25 epoch 2, opened by its LEADER_CHANGE). Node 2 fetched offset
+    24 and then, at offset 25, a record of epoch 1 that the old leader never committed (a batch written here by
+    kafka-python). Kafka's truncation keeps the epoch 2 batch: node 2 is the one that parts, at offset 25."""
+    root = require(SHARED / "real-more" / "apache__kafka" / "core" / "data")
+    node0 = _kraft_node(tmp_path, 0, root / KRAFT_NODES[0])
+    node2 = _kraft_node(tmp_path, 2, root / KRAFT_NODES[1])
+    # A pure controller's log dir: meta.properties (node.id, cluster.id) and the metadata log, nothing else.
+    controller = tmp_path / "controller-1000"
+    controller.mkdir()
+    (controller / "meta.properties").write_text(f"#\n#Fri Dec 15 12:55:02 CET 2023\nnode.id=1000\nversion=1\n"
+                                                f"cluster.id={KRAFT_CLUSTER}\ndirectory.id=hKxMiwY3Qc2XKYK5xBdt_g\n")
+    shutil.copytree(node0 / "__cluster_metadata-0", controller / "__cluster_metadata-0")
+    leader = (node0 / "__cluster_metadata-0" / "00000000000000000000.log").read_bytes()
+    entries = {h.offset: h for h in g.iter_entry_headers(leader)}
+    assert (entries[24].leader_epoch, entries[25].leader_epoch) == (1, 2)
+    at_24 = leader[entries[24].position:entries[24].position + entries[24].size]
+    record = g.Record(None, metadata_value("NoOpRecord", {}), entries[24].max_timestamp + 1)
+    stale = g.build_batches(g.BatchSpec(records=[[record]], batches=1, records_per_batch=1, leader_epoch=1), 25)
+    log = node2 / "__cluster_metadata-0" / "00000000000000000000.log"
+    assert [h.offset for h in g.iter_entry_headers(log.read_bytes())][-1] == 23
+    log.write_bytes(log.read_bytes() + at_24 + stale[0].data)
+    # the batches are whole: the walker takes them as valid (their CRCs are good), so only the comparison parts them
+    assert crc32c(stale[0].data[21:]) == struct.unpack_from(">I", stale[0].data, 17)[0]
+
+    rows = _metadata_divergence(spark, [controller, node0, node2], tmp_path / "out")
+    assert [(r.cluster_id, r.topic, r.partition, r.first_divergent_offset, r.kind, r.affected, r.affected_nodes)
+            for r in rows] == [(KRAFT_CLUSTER, "__cluster_metadata", 0, 25, "different-batch", [str(node2)], [2])]
+    row = rows[0]
+    assert row.replicas == [str(controller), str(node0), str(node2)] and row.leader_epochs == [2, 2, 1]
+    assert "(leader epoch 2" in row.detail and "(leader epoch 1" in row.detail

@@ -9,13 +9,13 @@ from pathlib import Path
 from click.testing import CliRunner
 from conftest import KAFKA_WRITTEN, kafka_case, require
 from kafka.record import MemoryRecords
-from test_real_fixtures import kp_read
 
 from logtool.cli import cli
 from logtool.reads import decoders
 from logtool.reads.ranges import BatchRead, Skipped, Stats, plan_range, read_range
 from logtool.render import dump_json, dump_text
 from logtool.store.partition import Partition
+from support.real import kp_read
 
 B64 = ("--format", "jsonl", "--key-decoder", "base64", "--value-decoder", "base64")
 
