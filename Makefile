@@ -59,6 +59,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.audit
 	$(BIN)/python -m bench.audit_many
 	$(BIN)/python -m bench.kernel
+	$(BIN)/python -m bench.small
 	$(BIN)/python -m bench.metadata
 
 # The seeded mutation fuzzer (fuzz/): N inputs over every (file kind x target) pair; totals in

@@ -24,7 +24,7 @@ import crc32c
 
 from bench import peers
 from bench.run import DATA, REPEAT, measured, partition_dir, write_results
-from fixtures.fleet import TopicSpec, write_fleet
+from bench.small import small_partitions as small_log_dir
 from fixtures.generator import big_templates, iter_entry_headers, repeat_to_size, write_partition
 from logtool.checks.engine import check_target
 from logtool.store.discover import Target
@@ -65,11 +65,8 @@ def mixed_dir() -> Path:
 
 
 def small_partitions() -> Path:
-    root = DATA / f"small-{SMALL_PARTITIONS}"
-    if not root.exists():
-        print(f"generating {SMALL_PARTITIONS} small partitions into {root} ...", file=sys.stderr)
-        write_fleet(root, [TopicSpec("small", SMALL_PARTITIONS, 11_500)], brokers=1, replication=1, plant=False)
-    return root / "broker-0"
+    """bench/small.py's log dir of SMALL_PARTITIONS (which also measures them against aiokafka's bare loops)."""
+    return small_log_dir(SMALL_PARTITIONS)
 
 
 def in_process(part: Path, deep: bool, pure: bool) -> int:

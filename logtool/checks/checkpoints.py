@@ -8,7 +8,7 @@ the recovery-point and replication checkpoints list every partition the broker l
 from __future__ import annotations
 
 import bisect
-from pathlib import Path
+import os
 
 from logtool.findings import (
     CHECKPOINT_BELOW_LOG_START, CHECKPOINT_ENTRY_MISSING, CLEANER_OFFSET_BEYOND_LOG, HIGH_WATERMARK_BEYOND_LOG,
@@ -45,7 +45,8 @@ _WHAT = {RECOVERY: "recovery point", HIGH_WATERMARK: "high watermark", LOG_START
 def check_partition_checkpoints(ld: LogDirReport, part: PartitionReport) -> None:
     """The entries of `ld`'s checkpoints for one of its partitions, against what its walk found."""
     # Being deleted, stray, or Raft's: on disk, but in no checkpoint by design.
-    if part.topic is None or part.dir_kind not in ("plain", "future") or Path(part.path).name == CLUSTER_METADATA:
+    if part.topic is None or part.dir_kind not in ("plain", "future") \
+            or os.path.basename(part.path) == CLUSTER_METADATA:
         return
     key = (part.topic, part.partition)
     log_starts = ld.offsets.get(LOG_START, {})

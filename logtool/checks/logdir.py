@@ -10,7 +10,6 @@ from logtool.findings import (
 from logtool.format.meta import NODE_ID_FIELD, MetaError, meta_identity, offset_checkpoint, properties
 from logtool.store.logdir import LogDir
 from logtool.store.sidefile import SideFile
-from logtool.checks.logdir_metadata import check_against_metadata
 from logtool.checks.segment import check_records_file
 from logtool.store.layout import (BOOTSTRAP_CHECKPOINT, CLUSTER_METADATA, IGNORED_LOG_DIR_CHILDREN, LOG_DIR_FILES,
                                   OFFSET_CHECKPOINTS, parse_partition_dir)
@@ -53,7 +52,10 @@ def check_log_dir(path: Path) -> LogDirReport:
             if key not in present:
                 rep.findings.append(finding(CHECKPOINT_UNKNOWN_PARTITION, f"{key[0]}-{key[1]} (offset {offset}) has "
                                             "no directory in this log dir", file, offset=offset))
-    check_against_metadata(path, rep)  # a KRaft node's: its partitions against its own metadata log
+    if CLUSTER_METADATA in log_dir.dirs:  # a KRaft node's: its partitions against its own metadata log
+        # (imported here: the replay's modules are a twentieth of a command's start, and most log dirs hold none)
+        from logtool.checks.logdir_metadata import check_against_metadata
+        check_against_metadata(path, rep)
     return rep
 
 

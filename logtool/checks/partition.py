@@ -20,6 +20,7 @@ from logtool.store.segment import Lens, Segment
 from logtool.format.meta import MetaError, partition_metadata, producer_snapshot
 from logtool.store.layout import FileKind, FileName, kraft_snapshot_id
 from logtool.store.partition import Partition
+from logtool.store.sidefile import SideFile
 
 # Files Kafka rewrites through a .tmp copy and an atomic rename (CheckpointFile, PartitionMetadataFile).
 _TMP_COPIES = {"leader-epoch-checkpoint.tmp", "partition.metadata.tmp"}
@@ -102,7 +103,7 @@ def check_segments(part: Partition, deep: bool, which: range, lens: Lens | None 
 def _check_kraft_snapshots(part: Partition, deep: bool) -> list[Finding]:
     """KRaft snapshots (`__cluster_metadata-0`'s `<offset>-<epoch>.checkpoint`), which the controller reads
     at start before the log."""
-    names = sorted(n for n in part.files if kraft_snapshot_id(n) is not None)
+    names = sorted(n for n, f in part.files.items() if f.kind == FileKind.KRAFT and kraft_snapshot_id(n) is not None)
     return [f for name in names for f in check_records_file(part.path / name, deep)]
 
 
@@ -171,32 +172,45 @@ def _check_segment_set(rep: PartitionReport) -> None:
 
 def _check_other_files(part: Partition, rep: PartitionReport, replay: Replay, facts: PartitionFacts) -> None:
     logs = {f.base_offset for f in part.files.values() if f.kind == FileKind.LOG}
+    read = _index_sizes(rep.segments)
     for name, f in part.files.items():
         if name in part.symlinks:
             rep.findings.append(finding(SYMLINK, f"{name} is a symlink to {part.symlinks[name]}", name))
-        if f.kind != FileKind.LOG:
-            rep.files[name] = part.size_of(name)
+        side = None
         if f.kind == FileKind.PARTITION_METADATA:
-            _check_partition_metadata(part, name, rep)
+            side = part.side(name)
+            _check_partition_metadata(side, rep)
         elif f.kind == FileKind.LEADER_EPOCH:
-            text = side_text(part.side(name), rep.findings)
+            side = part.side(name)
+            text = side_text(side, rep.findings)
             if text is not None:
                 rep.findings += check_leader_epochs(text, [r for s in rep.segments for r in s.epoch_runs], facts)
         elif f.kind == FileKind.SNAPSHOT and f.base_offset is not None:
-            _check_snapshot_file(part, name, f.base_offset, rep, replay, facts)
+            side = part.side(name)
+            _check_snapshot_file(side, f.base_offset, rep, replay, facts)
         else:
             problem = _name_finding(name, f, logs)
             if problem is not None:
                 rep.findings.append(problem)
+        if f.kind != FileKind.LOG:
+            # Its size as it was read (here, or by its segment's checks), else as stat gives it now.
+            size = read.get(name) if side is None else side.size
+            rep.files[name] = size if size is not None else part.size_of(name)
 
 
-def _check_partition_metadata(part: Partition, name: str, rep: PartitionReport) -> None:
-    text = side_text(part.side(name), rep.findings)
+def _index_sizes(segments: list[SegmentReport]) -> dict[str, int]:
+    """The sizes of the index files the segments' checks read, by file name."""
+    return {f"{s.file[:-4]}.{suffix}": size for s in segments if s.file.endswith(".log")
+            for suffix, size in s.indexes.items() if size is not None}
+
+
+def _check_partition_metadata(side: SideFile, rep: PartitionReport) -> None:
+    text = side_text(side, rep.findings)
     if text is not None:
         try:
             partition_metadata(text)
         except MetaError as e:
-            rep.findings.append(finding(PARTITION_METADATA_INVALID, str(e), name))
+            rep.findings.append(finding(PARTITION_METADATA_INVALID, str(e), side.name))
 
 
 def _name_finding(name: str, f: FileName, logs: set[int | None]) -> Finding | None:
@@ -218,10 +232,10 @@ def _name_finding(name: str, f: FileName, logs: set[int | None]) -> Finding | No
     return finding(UNKNOWN_FILE, f"{name} is not a file Kafka writes", name)
 
 
-def _check_snapshot_file(part: Partition, name: str, offset: int, rep: PartitionReport, replay: Replay,
+def _check_snapshot_file(side: SideFile, offset: int, rep: PartitionReport, replay: Replay,
                          facts: PartitionFacts) -> None:
     """A producer snapshot taken at `offset`: readable, agreeing with the log's replay, not past the log end."""
-    side = part.side(name)
+    name = side.name
     if side.data is None:
         rep.findings.append(finding(side.problem_kind, f"cannot read {name}: {side.error or 'it is gone'}", name))
     else:

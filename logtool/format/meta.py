@@ -35,7 +35,8 @@ _JAVA_INTEGER = re.compile(r"[+-]?[0-9]+")  # what Integer.parseInt / Long.parse
 
 
 def _java_number(text: str, bounds: tuple[int, int]) -> int | None:
-    if not _JAVA_INTEGER.fullmatch(text):
+    # ASCII digits alone (most numbers) match _JAVA_INTEGER without the expression's cost.
+    if not (text.isascii() and text.isdigit()) and not _JAVA_INTEGER.fullmatch(text):
         return None
     value = int(text)
     return value if bounds[0] <= value <= bounds[1] else None
@@ -44,6 +45,10 @@ def _java_number(text: str, bounds: tuple[int, int]) -> int | None:
 def _java_split(line: str) -> list[str]:
     """`Pattern.compile("\\s+").split(line)`: a leading separator leaves an empty first field, trailing
     empty fields are dropped, and an empty line is one empty field."""
+    if line.isprintable():  # no Java space but " " (\t\n\x0b\f\r are not printable)
+        parts = line.split(" ")
+        if "" not in parts:  # single spaces between fields, none before or after: the split is Java's
+            return parts
     parts = _JAVA_SPACES.split(line)
     while len(parts) > 1 and parts[-1] == "":
         parts.pop()

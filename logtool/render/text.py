@@ -12,11 +12,12 @@ from typing import Any, TextIO
 
 from rich.cells import cell_len
 from rich.console import Console
-from rich.markup import escape
+from rich._emoji_replace import _emoji_replace
+from rich.markup import RE_TAGS, escape
 from rich.text import Text
 
 from logtool.findings import UNREADABLE, Finding, Kind, Severity
-from logtool.checks.engine import Report
+from logtool.checks.engine import Report, young_garbage_only
 from logtool.render.jsonout import undecoded_escaped
 from logtool.render.table import Column, print_fitted
 from logtool.store.layout import FileKind, classify_file
@@ -190,11 +191,56 @@ class _Lines:
             if self.out.wraps:
                 self.out.print(Text("\n").join([self.out.fitted(line, hang) for line, hang in self.lines]))
             else:
-                self.out.print("\n".join(line for line, _ in self.lines))
+                markup = "\n".join(line for line, _ in self.lines)
+                if not self._write_plain(markup):
+                    self.out.print(markup)
             self.lines = []
+
+    def _write_plain(self, markup: str) -> bool:
+        """Write what printing `markup` would, without rich's Text, spans and segments on the way (most of the
+        printing of thousands of partitions' lines). False where that is left to rich: a console that colours,
+        markup `_plain` does not take, or a stream that cannot encode the text (nothing is written then, and
+        rich's print says so in its own words)."""
+        plain = _plain(markup.replace(GLUE, " ")) if self.out.color_system is None else None
+        if plain is None:
+            return False
+        try:
+            self.out.file.write(plain + "\n")
+        except UnicodeEncodeError:
+            return False
+        self.out.file.flush()
+        return True
+
+
+# What makes rich do more with markup than drop its tags and replace emoji codes: a backslash (an escape),
+# control characters (stripped, or tabs expanded).
+_NOT_PLAIN = re.compile(r"[\x00-\x09\x0b-\x1f\x7f\\]")
+
+
+def _plain(markup: str) -> str | None:
+    """The text rich prints of `markup` (`Text.from_markup(markup).plain`) on a console that neither colours nor
+    wraps, made without rich's Text (the cost of printing thousands of partitions' lines); None for markup that
+    holds what `_NOT_PLAIN` names, which is left to rich. tests/test_small_partitions.py holds the two to one
+    answer."""
+    if _NOT_PLAIN.search(markup):
+        return None
+    pieces, at = [], 0
+    for tag in RE_TAGS.finditer(markup):
+        pieces.append(markup[at:tag.start()])
+        at = tag.end()
+    pieces.append(markup[at:])
+    return "".join(map(_emoji_replace, pieces))  # as rich's markup.render: each piece between tags on its own
 
 
 def render_verify(report: Report, show_info: bool) -> None:
+    # The collector paused, as for the checks (checks/engine.py): the report is large and lives on, and the
+    # lines made from it leave no cycles; left to run, it walks the report again and again (a quarter of the
+    # printing of 20,000 small partitions).
+    with young_garbage_only():
+        _render_verify(report, show_info)
+
+
+def _render_verify(report: Report, show_info: bool) -> None:
     out = _Lines(console())
     for d in report.log_dirs:
         meta = ", ".join(f"{k}={v}" for k, v in d.meta.items() if k in ("cluster.id", "node.id", "broker.id"))

@@ -28,7 +28,7 @@ class NotRegularFile(OSError):
     """The path is a FIFO, a socket, a device or a directory where a file should be."""
 
 
-def open_regular(path: Path) -> tuple[int, int]:
+def open_regular(path: Path | str) -> tuple[int, int]:
     """(a read-only descriptor, the size) of a regular file. O_NONBLOCK: opening a FIFO returns at once
     instead of waiting for a writer; it changes nothing for a regular file. Raises OSError."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -86,6 +86,23 @@ def open_readonly(path: Path) -> tuple[GuardedMap | bytes, int]:
         if size == 0:
             return b"", 0
         return _mapped(fd, path, size, size), size
+    finally:
+        os.close(fd)
+
+
+def read_small(path: Path | str, below: int) -> tuple[bytes, int] | None:
+    """(the file's bytes, its mtime in ns) when it is a regular file of fewer than `below` bytes, read whole
+    with one read of the size `fstat` gives (a mapping's length): a mapping of a small file (its SIGBUS guard,
+    the faults, the unmap) costs more than the copy, and a log dir of thousands of small partitions has
+    thousands of them. None when it is larger, or was cut short before it was read (the caller maps it
+    instead, as it is then). Raises OSError as `open_regular`."""
+    fd, size = open_regular(path)
+    try:
+        if size >= below:
+            return None
+        mtime_ns = os.fstat(fd).st_mtime_ns
+        data = os.read(fd, size) if size else b""
+        return (data, mtime_ns) if len(data) == size else None
     finally:
         os.close(fd)
 

@@ -33,6 +33,22 @@ def symlinks_in(directory: Path, entries: list[os.DirEntry[str]]) -> dict[str, s
     return {e.name: link_target(directory / e.name) for e in entries if e.is_symlink()}
 
 
+# File names as classify_file names them, by name: most names recur in every partition dir of a log dir
+# (partition.metadata, leader-epoch-checkpoint, 00000000000000000000.log and its indexes), and a FileName is
+# immutable. Emptied when it reaches _CLASSIFIED_MOST names.
+_CLASSIFIED: dict[str, FileName] = {}
+_CLASSIFIED_MOST = 1 << 14
+
+
+def _classified(name: str) -> FileName:
+    f = _CLASSIFIED.get(name)
+    if f is None:
+        if len(_CLASSIFIED) >= _CLASSIFIED_MOST:
+            _CLASSIFIED.clear()
+        f = _CLASSIFIED[name] = classify_file(name)
+    return f
+
+
 class _Unasked(enum.Enum):
     """Partition.writer() has not asked yet (None is an answer: no broker holds the lock)."""
 
@@ -62,11 +78,13 @@ class Partition:
     @classmethod
     def from_dir(cls, path: Path) -> "Partition":
         """Read the directory listing. Raises OSError when it cannot be listed."""
-        entries = [e for e in listing(path) if not e.is_dir()]
-        files = {e.name: classify_file(e.name) for e in entries}
+        listed = listing(path)
+        names = frozenset(e.name for e in listed)  # what each segment's side files are looked up in
+        entries = [e for e in listed if not e.is_dir()]
+        files = {e.name: _classified(e.name) for e in entries}
         segments = sorted(
             # a .log file's name is its base offset: classify_file gives every LOG one
-            (Segment(path / n, f.base_offset) for n, f in files.items()
+            (Segment(path / n, f.base_offset, listed=names) for n, f in files.items()
              if f.kind == FileKind.LOG and f.base_offset is not None),
             key=lambda s: s.base_offset,
         )
@@ -89,7 +107,7 @@ class Partition:
 
     def side(self, name: str) -> SideFile:
         """A file of the directory besides the segments, read once (or why it cannot be)."""
-        return read_side(self.path / name)
+        return read_side(os.path.join(self.path, name), name=name)  # no Path object: called for every file
 
     def size_of(self, name: str) -> int:
         """A file's size in bytes; -1 when it cannot be stat'ed."""

@@ -17,8 +17,8 @@ from logtool.findings import (
 from logtool.format import Bytes, kernel
 from logtool.format.batch import MAX_SEGMENT_BYTES, BatchView, FrameStop, read_entry
 from logtool.format.records import RecordError, first_control, first_legacy_offset
-from logtool.store.mapping import GuardedMap, open_prefix, open_readonly, zeros_from
-from logtool.store.sidefile import SideFile, read_side
+from logtool.store.mapping import GuardedMap, open_prefix, open_readonly, read_small, zeros_from
+from logtool.store.sidefile import MAPPED_FROM, SideFile, read_side
 
 if TYPE_CHECKING:
     from logtool.store.pacing import ReadPolicy, Pacer
@@ -125,9 +125,19 @@ class Segment:
     opened_mtime_ns: int = 0  # the file's mtime when it was opened: a change since means it is being written
     reading: "ReadPolicy | None" = None  # paces reads and spares the page cache (store/pacing.py); None: neither
     _pacer: "Pacer | None" = field(default=None, repr=False)
+    # The names in the segment's directory when it was listed (None: not listed): a side file not among them is
+    # missing, and is not looked for.
+    listed: frozenset[str] | None = field(default=None, repr=False)
 
     def open(self) -> "Segment":
         if self._buf is None:
+            # A small file is read whole, as a small index is (sidefile.MAPPED_FROM), unless a read policy
+            # watches what the walk brings into the page cache.
+            small = read_small(self.log_path, min(MAPPED_FROM, MAPPED_AT_MOST + 1)) if self.reading is None else None
+            if small is not None:
+                self._buf, self.opened_mtime_ns = small
+                self._size = self._file_size = len(self._buf)
+                return self
             st = os.stat(self.log_path)
             if st.st_size <= MAPPED_AT_MOST:
                 buf, self._file_size = open_readonly(self.log_path)
@@ -181,7 +191,12 @@ class Segment:
 
     def side(self, suffix: str) -> SideFile:
         """The segment's index file with this suffix, mapped read-only (or why it cannot be)."""
-        return read_side(self.path_with(suffix), mapped=True)
+        log = os.fspath(self.log_path)
+        path = log[: len(log) - len(os.path.splitext(log)[1])] + suffix  # `path_with`, without a Path made
+        name = os.path.basename(path)
+        if self.listed is not None and name not in self.listed:
+            return SideFile(name, None)
+        return read_side(path, mapped=True, name=name)
 
     def path_with(self, suffix: str) -> Path:
         return self.log_path.with_suffix(suffix)
@@ -221,6 +236,8 @@ class Segment:
                 released = _release(buf, released, pos)
                 if self._pacer is not None:
                     self._pacer.passed(released)
+            if pos >= end == walk.size:  # the end of the whole file: no entry is there (read_entry's None)
+                break
             if fast is not None:
                 views, stopped = fast.frames(BatchView, buf, pos, end, min(run, every - (pos - released)))
                 if views:

@@ -53,24 +53,26 @@ SIDE_FILE_LIMIT = 64 << 20
 MAPPED_FROM = 1 << 20
 
 
-def read_side(path: Path, mapped: bool = False) -> SideFile:
-    """Read a file once; `mapped` maps it instead when it is large (index files can be, and are read in place)."""
+def read_side(path: Path | str, mapped: bool = False, name: str | None = None) -> SideFile:
+    """Read a file once; `mapped` maps it instead when it is large (index files can be, and are read in place).
+    `name`: the file's name, when the caller has it (else it is taken from `path`)."""
+    if name is None:
+        name = os.path.basename(path)
     try:
         fd, size = open_regular(path)
         try:
             if mapped and size >= MAPPED_FROM:
-                return SideFile(path.name, GuardedMap(fd, size))
+                return SideFile(name, GuardedMap(fd, size))
             if size > SIDE_FILE_LIMIT:
-                return SideFile(path.name, None, f"{size} bytes, more than Kafka ever writes in this file",
-                                too_large=True)
+                return SideFile(name, None, f"{size} bytes, more than Kafka ever writes in this file", too_large=True)
             data = _read_all(fd, size)
         finally:
             os.close(fd)
     except FileNotFoundError:
-        return SideFile(path.name, None)
+        return SideFile(name, None)
     except OSError as e:
-        return SideFile(path.name, None, e.strerror or str(e))
-    return SideFile(path.name, data)
+        return SideFile(name, None, e.strerror or str(e))
+    return SideFile(name, data)
 
 
 def _read_all(fd: int, size: int) -> bytes:
