@@ -17,7 +17,8 @@ from rich.markup import RE_TAGS, escape
 from rich.text import Text
 
 from logtool.findings import UNREADABLE, Finding, Kind, Severity
-from logtool.checks.engine import Report, young_garbage_only
+from logtool import collector
+from logtool.checks.engine import Report
 from logtool.render.jsonout import undecoded_escaped
 from logtool.render.table import Column, print_fitted
 from logtool.store.layout import FileKind, classify_file
@@ -236,7 +237,7 @@ def render_verify(report: Report, show_info: bool) -> None:
     # The collector paused, as for the checks (checks/engine.py): the report is large and lives on, and the
     # lines made from it leave no cycles; left to run, it walks the report again and again (a quarter of the
     # printing of 20,000 small partitions).
-    with young_garbage_only():
+    with collector.paused():
         _render_verify(report, show_info)
 
 

@@ -1,6 +1,7 @@
 """What a path is: Kafka's names for log dirs, partition dirs and the files inside them (FORMAT.md §6)."""
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -85,6 +86,9 @@ class FileName:
     of_kind: FileKind | None = None  # for leftovers: what the file was
 
 
+# Cached: most names recur in every partition dir of a log dir (partition.metadata, leader-epoch-checkpoint,
+# 00000000000000000000.log and its indexes), and a FileName is immutable.
+@functools.lru_cache(maxsize=1 << 14)
 def classify_file(name: str) -> FileName:
     m = _SEGMENT_FILE.match(name)
     if m:

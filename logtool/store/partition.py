@@ -33,22 +33,6 @@ def symlinks_in(directory: Path, entries: list[os.DirEntry[str]]) -> dict[str, s
     return {e.name: link_target(directory / e.name) for e in entries if e.is_symlink()}
 
 
-# File names as classify_file names them, by name: most names recur in every partition dir of a log dir
-# (partition.metadata, leader-epoch-checkpoint, 00000000000000000000.log and its indexes), and a FileName is
-# immutable. Emptied when it reaches _CLASSIFIED_MOST names.
-_CLASSIFIED: dict[str, FileName] = {}
-_CLASSIFIED_MOST = 1 << 14
-
-
-def _classified(name: str) -> FileName:
-    f = _CLASSIFIED.get(name)
-    if f is None:
-        if len(_CLASSIFIED) >= _CLASSIFIED_MOST:
-            _CLASSIFIED.clear()
-        f = _CLASSIFIED[name] = classify_file(name)
-    return f
-
-
 class _Unasked(enum.Enum):
     """Partition.writer() has not asked yet (None is an answer: no broker holds the lock)."""
 
@@ -81,7 +65,7 @@ class Partition:
         listed = listing(path)
         names = frozenset(e.name for e in listed)  # what each segment's side files are looked up in
         entries = [e for e in listed if not e.is_dir()]
-        files = {e.name: _classified(e.name) for e in entries}
+        files = {e.name: classify_file(e.name) for e in entries}
         segments = sorted(
             # a .log file's name is its base offset: classify_file gives every LOG one
             (Segment(path / n, f.base_offset, listed=names) for n, f in files.items()

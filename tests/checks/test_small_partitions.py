@@ -180,15 +180,13 @@ def test_the_collector_is_paused_for_the_checks_and_then_as_it_was(log_dir, monk
         gc.enable()
 
 
-def test_the_report_is_the_same_with_the_collector_running(log_dir):
+def test_the_report_is_the_same_with_the_collector_running(log_dir, monkeypatch):
+    import contextlib
+
+    from logtool import collector
     paused = run_checks([log_dir], deep=True).to_dict()
-    with_gc = engine.young_garbage_only
-    try:
-        import contextlib
-        engine.young_garbage_only = contextlib.nullcontext
-        assert run_checks([log_dir], deep=True).to_dict() == paused
-    finally:
-        engine.young_garbage_only = with_gc
+    monkeypatch.setattr(collector, "paused", contextlib.nullcontext)
+    assert run_checks([log_dir], deep=True).to_dict() == paused
 
 
 def test_partition_from_dir_classifies_recurring_names_once(log_dir):

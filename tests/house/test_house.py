@@ -100,7 +100,7 @@ def _unit(module: str) -> str:
 # (logtool/__init__.py, which only holds __version__) is a leaf like the catalog. spark may import anything
 # below commands, and commands (audit) imports spark: it sits between render and commands.
 LAYERS: list[tuple[str, ...]] = [
-    ("logtool", "findings", "exitcodes"),
+    ("logtool", "findings", "exitcodes", "collector"),
     ("format",),
     ("store",),
     ("rules",),

@@ -19,14 +19,13 @@ Records are read one at a time from mapped segments; the replay keeps the state,
 """
 from __future__ import annotations
 
-import gc
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
-from logtool import exitcodes
+from logtool import collector, exitcodes
 from logtool.findings import METADATA_LOG_GAP as LOG_GAP
 from logtool.findings import METADATA_RECORD_REFUSED as RECORD_REFUSED
 from logtool.findings import METADATA_RECORD_UNREADABLE as RECORD_UNREADABLE
@@ -219,13 +218,8 @@ def replay(source: Source, at_offset: int | None = None, at_time: int | None = N
     # A replay makes and drops objects by the million, and no reference cycle among them (a record's decoding
     # error is kept without its traceback): Python's cyclic collector, were it left on, would only walk the
     # state over and over (an eighth of a busy log's replay). Reference counting frees all of it.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with collector.paused():
         _Applier(result, watch).run(earliest)
-    finally:
-        if collecting:
-            gc.enable()
     return result
 
 
