@@ -8,8 +8,8 @@ import click
 
 from logtool.commands.common.failure import Failure
 from logtool.commands.common.options import PATH, TIME_FORMS, epilog, format_option, parse_time
-from logtool.render.jsonout import emit_json, emit_jsonl
-from logtool.render.metadata import diff_rows, history_rows, render_diff, render_history, render_state, state_rows
+from logtool.render.emit import emit
+from logtool.render.metadata import render_diff, render_history, render_state
 from logtool.rules.metadata.compare import Point, diff_between, history_of
 from logtool.rules.metadata.replay import MetadataPathError, open_source, replay
 
@@ -65,25 +65,9 @@ def command(path: Path, at_offset: int | None, at_time: str | None, diff: tuple[
                                "__cluster_metadata-0 dir")
     try:
         if diff is not None:
-            result = diff_between(source, _point(diff[0]), _point(diff[1]))
-            d = result.to_dict()
-            _emit(fmt, d, render_diff, diff_rows)
-        elif history is not None:
-            found = history_of(source, history, at)
-            d = found.to_dict()
-            _emit(fmt, d, render_history, history_rows)
-        else:
-            d = replay(source, at.offset, at.time).to_dict()
-            _emit(fmt, d, render_state, state_rows)
+            return emit(diff_between(source, _point(diff[0]), _point(diff[1])), fmt, render_diff)
+        if history is not None:
+            return emit(history_of(source, history, at), fmt, render_history)
+        return emit(replay(source, at.offset, at.time), fmt, render_state)
     finally:
         source.close()
-    return d["exit_code"]
-
-
-def _emit(fmt: str, d: dict, text, rows) -> None:
-    if fmt == "json":
-        emit_json(d)
-    elif fmt == "jsonl":
-        emit_jsonl(rows(d))
-    else:
-        text(d)

@@ -3,14 +3,17 @@ changes between two points, the records that touched a topic. Each renderer work
 one JSON prints, so text and JSON say the same."""
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
 from logtool.render.table import Column, print_fitted
 from logtool.render.text import Screen, console, glued
+
+if TYPE_CHECKING:
+    from logtool.rules.metadata.compare import DiffResult, HistoryResult
+    from logtool.rules.metadata.replay import Replay
 
 
 def when(ms: int | None) -> str:
@@ -65,7 +68,8 @@ def _problems(out: Screen, d: dict[str, Any]) -> None:
         out.print(f"[dim]note: {escape(n)}[/]", hang=4)
 
 
-def render_state(d: dict[str, Any]) -> None:
+def render_state(result: Replay) -> None:
+    d = result.to_dict()
     out = console()
     s, pos, q = d["state"], d["position"], d["quorum"]
     name = d["metadata_dir"] or d["path"]
@@ -162,32 +166,6 @@ def _partition_row(topic: str, p: dict[str, Any]) -> list[str]:
             _changed(p["changed"])]
 
 
-def state_rows(d: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """JSON Lines: a row per item (feature, broker, controller, topic, partition, config), then the problems,
-    then a summary with the position, the quorum, the counts and the exit code."""
-    s = d["state"]
-    if s["metadata_version"] is not None:
-        yield {"type": "feature", "name": "metadata.version", **s["metadata_version"]}
-    for n, f in s["features"].items():
-        yield {"type": "feature", "name": n, **f}
-    for b in s["brokers"]:
-        yield {"type": "broker", **b}
-    for c in s["controllers"]:
-        yield {"type": "controller", **c}
-    for t in s["topics"]:
-        yield {"type": "topic", **{k: v for k, v in t.items() if k != "partitions"}, "partitions": len(t["partitions"])}
-        for p in t["partitions"]:
-            yield {"type": "partition", "topic": t["name"], "topic_id": t["id"], **p}
-    for c in s["configs"]:
-        yield {"type": "config", **c}
-    for p in d["problems"]:
-        yield {"type": "problem", **p}
-    yield {"type": "summary", "path": d["path"], "position": d["position"], "quorum": d["quorum"],
-           "zk_migration_state": s["zk_migration_state"], "producer_ids": s["producer_ids"], "counts": s["counts"],
-           "records": d["records"], "open_transaction": d["open_transaction"], "notes": d["notes"],
-           "exit_code": d["exit_code"]}
-
-
 def _value(v: Any) -> str:
     if v is None:
         return "-"
@@ -210,7 +188,8 @@ def change_line(c: dict[str, Any]) -> str:
     return f"{head}: " + ", ".join(f"{k} {_value(v['from'])} -> {_value(v['to'])}" for k, v in c["fields"].items())
 
 
-def render_diff(d: dict[str, Any]) -> None:
+def render_diff(result: DiffResult) -> None:
+    d = result.to_dict()
     out = console()
     out.print(f"[bold]{escape(glued(d['path']))}[/]: from {_position(d['from'])} to {_position(d['to'])}")
     for c in d["changes"]:
@@ -219,16 +198,8 @@ def render_diff(d: dict[str, Any]) -> None:
     _problems(out, d)
 
 
-def diff_rows(d: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    for c in d["changes"]:
-        yield {"type": "change", **c}
-    for p in d["problems"]:
-        yield {"type": "problem", **p}
-    yield {"type": "summary", "path": d["path"], "from": d["from"], "to": d["to"], "changes": len(d["changes"]),
-           "notes": d["notes"], "exit_code": d["exit_code"]}
-
-
-def render_history(d: dict[str, Any]) -> None:
+def render_history(result: HistoryResult) -> None:
+    d = result.to_dict()
     out = console()
     what = d["topic"] if d["partition"] is None else f"{d['topic']}-{d['partition']}"
     out.print(f"[bold]{escape(what)}[/]: {len(d['entries'])} record(s) from {escape(glued(d['path']))}, from offset "
@@ -240,13 +211,3 @@ def render_history(d: dict[str, Any]) -> None:
         out.print(f"  {where} {when(e['timestamp'])} {e['record']}{part}: {style}{escape(e['change'])}"
                   f"{'[/]' if style else ''}" + (f" ({escape(e['refused'])})" if e["refused"] else ""), hang=6)
     _problems(out, d)
-
-
-def history_rows(d: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    for e in d["entries"]:
-        yield {"type": "record", "topic": d["topic"], **e}
-    for p in d["problems"]:
-        yield {"type": "problem", **p}
-    yield {"type": "summary", "path": d["path"], "topic": d["topic"], "partition": d["partition"],
-           "records": len(d["entries"]), "from_offset": d["from_offset"], "position": d["position"],
-           "notes": d["notes"], "exit_code": d["exit_code"]}

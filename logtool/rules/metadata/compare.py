@@ -2,12 +2,14 @@
 partition (`History`, a `Watch` the replay tells of each record it applies)."""
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
 
+from logtool.findings import Severity
 from logtool.format.messages import jsonable
 from logtool.format.metadata_records import MetadataRecord, type_name
-from logtool.rules.metadata.replay import Problem, Replay, Source, replay
+from logtool.rules.metadata.replay import Problem, Replay, Source, problem_rows, replay
 from logtool.rules.metadata.state import ClusterState, Stamp
 
 _TOPIC, _PARTITION, _CONFIG, _PARTITION_CHANGE, _REMOVE_TOPIC, _CLEAR_ELR = 2, 3, 4, 5, 9, 28
@@ -202,14 +204,29 @@ class DiffResult:
     after: Replay
     changes: list[Change]
 
-    def exit_code(self) -> int:
+    def exit_code(self, fail_on: Severity = Severity.WARNING) -> int:
         return max(self.before.exit_code(), self.after.exit_code())
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": str(self.before.source.path), "from": self.before.position(), "to": self.after.position(),
                 "changes": [c.to_dict() for c in self.changes],
                 "problems": [p.to_dict() for p in _problems(self.before, self.after)],
-                "notes": list(dict.fromkeys(self.before.notes + self.after.notes)), "exit_code": self.exit_code()}
+                "notes": self._notes(), "exit_code": self.exit_code()}
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        for c in self.changes:
+            yield {"type": "change", **c.to_dict()}
+        yield from problem_rows(_problems(self.before, self.after))
+
+    def summary(self) -> dict[str, Any]:
+        return {"path": str(self.before.source.path), "from": self.before.position(), "to": self.after.position(),
+                "changes": len(self.changes), "notes": self._notes()}
+
+    def stderr_lines(self) -> list[str]:
+        return []
+
+    def _notes(self) -> list[str]:
+        return list(dict.fromkeys(self.before.notes + self.after.notes))
 
 
 def _problems(*replays: Replay) -> list[Problem]:
@@ -249,15 +266,30 @@ class HistoryResult:
     partition: int | None
     entries: list[dict[str, Any]]
 
-    def exit_code(self) -> int:
+    def exit_code(self, fail_on: Severity = Severity.WARNING) -> int:
         return self.replay.exit_code()
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": str(self.replay.source.path), "topic": self.topic, "partition": self.partition,
-                "from_offset": self.replay.snapshot.last_offset if self.replay.snapshot else self.replay.log_from,
-                "position": self.replay.position(), "entries": self.entries,
+                "from_offset": self._from_offset(), "position": self.replay.position(), "entries": self.entries,
                 "problems": [p.to_dict() for p in self.replay.problems], "notes": self.replay.notes,
                 "exit_code": self.exit_code()}
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        for e in self.entries:
+            yield {"type": "record", "topic": self.topic, **e}
+        yield from problem_rows(self.replay.problems)
+
+    def summary(self) -> dict[str, Any]:
+        return {"path": str(self.replay.source.path), "topic": self.topic, "partition": self.partition,
+                "records": len(self.entries), "from_offset": self._from_offset(),
+                "position": self.replay.position(), "notes": self.replay.notes}
+
+    def stderr_lines(self) -> list[str]:
+        return []
+
+    def _from_offset(self) -> int | None:
+        return self.replay.snapshot.last_offset if self.replay.snapshot else self.replay.log_from
 
 
 def history_of(source: Source, spec: str, at: Point | None = None) -> HistoryResult:

@@ -31,14 +31,14 @@ from logtool.findings import METADATA_RECORD_REFUSED as RECORD_REFUSED
 from logtool.findings import METADATA_RECORD_UNREADABLE as RECORD_UNREADABLE
 from logtool.findings import METADATA_SNAPSHOT_UNUSABLE as SNAPSHOT_UNUSABLE
 from logtool.findings import OFFSET_NOT_INCREASING as OFFSET_BACKWARDS
-from logtool.findings import UNREADABLE, Kind
+from logtool.findings import UNREADABLE, Kind, Severity
 from logtool.format.kraft import control_value
 from logtool.format.messages import MessageError
 from logtool.format.metadata_records import NO_OP_BYTES, MetadataRecord, read_metadata_record
 from logtool.format.records import Record, RecordError, batch_payload, iter_records, parse_control, payload_records
 from logtool.rules.metadata.state import ClusterState, Refused, Stamp
-from logtool.store.layout import BOOTSTRAP_CHECKPOINT, CLUSTER_METADATA, is_records_file, kraft_snapshot_id, \
-    parse_partition_dir, real_name
+from logtool.store.discover import TargetKind, discover
+from logtool.store.layout import BOOTSTRAP_CHECKPOINT, CLUSTER_METADATA, is_records_file, kraft_snapshot_id, real_name
 from logtool.store.partition import Partition
 from logtool.store.segment import Segment, WalkOutcome
 
@@ -106,25 +106,27 @@ class Source:
 
 def open_source(path: Path) -> Source:
     """The metadata log PATH names: a `__cluster_metadata-0` dir, a log dir holding one, or a KRaft snapshot
-    file. Raises MetadataPathError when it is none of these or cannot be read."""
+    file, as `discover` resolves every command's PATH. Raises MetadataPathError when it is none of these or
+    cannot be read."""
+    found = discover([path])
+    unreadable = [f for f in found.findings if f.kind is UNREADABLE]
+    if unreadable:
+        raise MetadataPathError(found.refusal())
+    logs = [t for t in found.targets if t.kind is TargetKind.PARTITION_DIR and real_name(t.path) == CLUSTER_METADATA]
+    if any(t.single_file and is_records_file(t.path.name) for t in found.targets):
+        end, epoch = kraft_snapshot_id(path.name) or (0, 0)  # the bootstrap snapshot holds the state before 0
+        return Source(path, None, None, [SnapshotFile(path, end, epoch)])
+    if not logs:
+        if path.is_dir():
+            raise MetadataPathError(f"{path}: not a {CLUSTER_METADATA} dir, and holds none (a KRaft broker or "
+                                    f"controller keeps its metadata log there, in metadata.log.dir)")
+        raise MetadataPathError(f"{path}: not a KRaft snapshot (<offset>-<epoch>.checkpoint or "
+                                f"{BOOTSTRAP_CHECKPOINT}), a {CLUSTER_METADATA} dir or a log dir holding one")
+    directory = logs[0].path
     try:
-        if not path.is_dir():
-            path.stat()  # a missing or unreachable path says so
-            if not is_records_file(path.name):
-                raise MetadataPathError(f"{path}: not a KRaft snapshot (<offset>-<epoch>.checkpoint or "
-                                        f"{BOOTSTRAP_CHECKPOINT}), a {CLUSTER_METADATA} dir or a log dir holding one")
-            end, epoch = kraft_snapshot_id(path.name) or (0, 0)
-            return Source(path, None, None, [SnapshotFile(path, end, epoch)])
-        directory = path
-        name = parse_partition_dir(real_name(path))
-        if name is None or name.topic != "__cluster_metadata":
-            directory = path / CLUSTER_METADATA
-            if not directory.is_dir():
-                raise MetadataPathError(f"{path}: not a {CLUSTER_METADATA} dir, and holds none (a KRaft broker or "
-                                        f"controller keeps its metadata log there, in metadata.log.dir)")
-        part = Partition.from_dir(directory)
+        part = logs[0].partition()
     except OSError as e:
-        raise MetadataPathError(f"{getattr(e, 'filename', None) or path}: {e.strerror or e}") from None
+        raise MetadataPathError(f"{getattr(e, 'filename', None) or directory}: {e.strerror or e}") from None
     snapshots = sorted((SnapshotFile(directory / n, *sid) for n in part.files
                         if (sid := kraft_snapshot_id(n)) is not None), key=lambda s: (s.end_offset, s.epoch))
     return Source(path, directory, part, snapshots)
@@ -180,8 +182,9 @@ class Replay:
     problems: list[Problem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
-    def exit_code(self) -> int:
-        """8 where a segment could not be read at all (the replay is not done), 4 for any other problem."""
+    def exit_code(self, fail_on: Severity = Severity.WARNING) -> int:
+        """8 where a segment could not be read at all (the replay is not done), 4 for any other problem (each
+        keeps the state from being the one Kafka would load, whatever `fail_on` says)."""
         if any(p.kind is UNREADABLE for p in self.problems):
             return exitcodes.OPERATIONAL
         return exitcodes.PROBLEMS if self.problems else exitcodes.CLEAN
@@ -206,6 +209,42 @@ class Replay:
                 "open_transaction": self.open_transaction,
                 "problems": [p.to_dict() for p in self.problems], "notes": self.notes,
                 "exit_code": self.exit_code()}
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        """A row per item (feature, broker, controller, topic, partition, config), then the problems."""
+        s = self.state.to_dict()
+        if s["metadata_version"] is not None:
+            yield {"type": "feature", "name": "metadata.version", **s["metadata_version"]}
+        for n, f in s["features"].items():
+            yield {"type": "feature", "name": n, **f}
+        for b in s["brokers"]:
+            yield {"type": "broker", **b}
+        for c in s["controllers"]:
+            yield {"type": "controller", **c}
+        for t in s["topics"]:
+            yield {"type": "topic", **{k: v for k, v in t.items() if k != "partitions"},
+                   "partitions": len(t["partitions"])}
+            for p in t["partitions"]:
+                yield {"type": "partition", "topic": t["name"], "topic_id": t["id"], **p}
+        for c in s["configs"]:
+            yield {"type": "config", **c}
+        yield from problem_rows(self.problems)
+
+    def summary(self) -> dict[str, Any]:
+        s = self.state.to_dict()
+        return {"path": str(self.source.path), "position": self.position(), "quorum": self.quorum.to_dict(),
+                "zk_migration_state": s["zk_migration_state"], "producer_ids": s["producer_ids"],
+                "counts": s["counts"],
+                "records": {"from_snapshot": self.snapshot_records, "from_log": self.log_records,
+                            "by_type": dict(sorted(self.by_type.items()))},
+                "open_transaction": self.open_transaction, "notes": self.notes}
+
+    def stderr_lines(self) -> list[str]:
+        return []  # what kept the state from being whole is part of the result: its problems
+
+
+def problem_rows(problems: list[Problem]) -> Iterator[dict[str, Any]]:
+    return ({"type": "problem", **p.to_dict()} for p in problems)
 
 
 def replay(source: Source, at_offset: int | None = None, at_time: int | None = None, earliest: bool = False,
