@@ -8,11 +8,12 @@ import click
 from logtool import exitcodes
 from logtool.commands.common.failure import Failure
 from logtool.commands.common.options import PATH, TIME_FORMS, epilog, format_choice, parse_time
+from logtool.reads.located import locate
+from logtool.render.emit import emit
 from logtool.render.find import render_hit
-from logtool.render.jsonout import emit_json
 from logtool.render.progress import progress
-from logtool.store.discover import NotAPartition, open_partition
-from logtool.store.seek import SeekError, seek_offset, seek_timestamp
+from logtool.store.discover import NotAPartition
+from logtool.store.seek import SeekError
 
 
 @click.command("find", short_help="Find the batch holding an offset or a time.", epilog=epilog([
@@ -33,28 +34,13 @@ def command(path: Path, offset: int | None, when: str | None, fmt: str) -> int:
     if (offset is None) == (when is None):
         raise click.UsageError("give exactly one of --offset and --timestamp")
     try:
-        part = open_partition(path)
+        with progress("find") as meter:  # moves only where no index helps and the log is walked
+            found = locate(path, offset, parse_time(when) if when is not None else None, meter.reading(None),
+                           meter.sizing)
     except NotAPartition as e:
         raise Failure(str(e)) from None
-    try:
-        with progress("find") as meter:  # moves only where no index helps and the log is walked
-            if meter.shown:
-                meter.total(part.log_bytes())
-            part.read_under(meter.reading(None))
-            if offset is not None:
-                hit = seek_offset(part, offset)
-            else:
-                assert when is not None  # exactly one of the two is given (checked above)
-                hit = seek_timestamp(part, parse_time(when))
     except SeekError as e:  # not there: an answer about the data, as a damaged partition is
         raise Failure(str(e), exitcodes.PROBLEMS) from None
     except OSError as e:
         raise Failure(f"{e.filename or path}: {e.strerror or e}") from None
-    finally:
-        part.close()
-    doc = hit.to_dict()
-    if fmt == "json":
-        emit_json({**doc, "exit_code": exitcodes.CLEAN})
-    else:
-        render_hit(doc)
-    return exitcodes.CLEAN
+    return emit(found, fmt, render_hit)
