@@ -5,11 +5,11 @@ from pathlib import Path
 
 import click
 
-from logtool import exitcodes
-from logtool.commands.common.options import PATH, epilog
+from logtool.commands.common.options import PATH, epilog, format_choice
 from logtool.commands.common.failure import Failure
 from logtool.commands.common.repairing import writing
 from logtool.recovery.restore import restore
+from logtool.render.emit import emit
 from logtool.render.repair import render_restored
 
 
@@ -21,7 +21,8 @@ from logtool.render.repair import render_restored
    "nothing is written then."))
 @click.argument("run_dir", type=PATH)
 @click.option("--force", is_flag=True, help="restore even files that changed since the repair")
-def command(run_dir: Path, force: bool) -> int:
+@format_choice("text", "json", what="text for people, json for machines (each file put back)")
+def command(run_dir: Path, force: bool, fmt: str) -> int:
     """Undo a repair: restore the files of one quarantine run (the directory a repair named), byte for
     byte, with their owners and modes. Refuses while a broker holds a log dir's lock, and when files
     changed since the repair, listing them, unless --force."""
@@ -30,5 +31,4 @@ def command(run_dir: Path, force: bool) -> int:
             done = restore(run_dir, force=force)
         except OSError as e:  # the run itself cannot be read; nothing was written
             raise Failure(f"{e.filename or run_dir}: {e.strerror or e}; nothing was restored") from None
-    render_restored(done, run_dir)
-    return exitcodes.CLEAN
+    return emit(done, fmt, render_restored)

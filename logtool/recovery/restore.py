@@ -12,8 +12,13 @@ restore journal is never resumed as a repair.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from logtool import exitcodes
+from logtool.findings import Severity
 
 from logtool.recovery.errors import RepairRefused, RepairStopped
 from logtool.recovery.executor import JOURNAL, RESTORE_JOURNAL, Journal, describe, execute, restore_command
@@ -30,10 +35,33 @@ class ChangedSinceRepair(QuarantineError):
 
 @dataclass(slots=True)
 class Restored:
+    """What a restore put back (a restore that cannot be made raises, and writes nothing or says how to finish)."""
+
     run: QuarantineRun
     entries: list[Entry]
     already: bool = False  # the run was restored before: nothing was written
     earlier: frozenset[tuple[str, str, str]] = frozenset()  # files an earlier, stopped restore put back
+
+    def exit_code(self, fail_on: Severity = Severity.WARNING) -> int:
+        return exitcodes.CLEAN
+
+    def files(self) -> list[dict[str, Any]]:
+        """Each file of the run as it is now: `restored`, or `removed` (a file the repair created), and whether
+        a restore that stopped had already done it."""
+        return [{"file": str(e.original), "done": "removed" if e.action == "created" else "restored",
+                 "by_earlier_restore": e.key in self.earlier} for e in self.entries]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.summary(), "files": self.files()}
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        return ({"type": "file", **f} for f in self.files())
+
+    def summary(self) -> dict[str, Any]:
+        return {"run": str(self.run.path), "already_restored": self.already, "files": len(self.entries)}
+
+    def stderr_lines(self) -> list[str]:
+        return []
 
 
 def restore(run_dir: Path, force: bool = False) -> Restored:

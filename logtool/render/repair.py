@@ -108,14 +108,13 @@ def _leaving(bytes_leaving: int, records: int, applied: bool) -> str:
     return f"{bytes_leaving} bytes {verb} the log dir (kept in the quarantine), {records} valid record(s) among them"
 
 
-def render_restored(done: Restored, run_dir: Path) -> None:
+def render_restored(done: Restored) -> None:
     out = console()
     if done.already:
-        out.print(f"{_name(run_dir)} is already restored; nothing to do")
+        out.print(f"{_name(done.run.path)} is already restored; nothing to do")
         return
-    for e in done.entries:
-        verb = "removed" if e.action == "created" else "restored"
-        out.print(f"{'already ' if e.key in done.earlier else ''}{verb} {_name(e.original)}")
+    for f in done.files():
+        out.print(f"{'already ' if f['by_earlier_restore'] else ''}{f['done']} {_name(f['file'])}")
 
 
 def render_index_rebuild(outcome: IndexRebuild) -> None:

@@ -239,6 +239,23 @@ def test_restore_refuses_files_changed_since_the_repair_unless_forced(spec, tmp_
     assert tree(pdir) == s.originals
 
 
+def test_restore_in_json_names_each_file_put_back_and_a_second_restore_does_nothing(spec, tmp_path):
+    s = spec("corrupt-torn-tail")
+    pdir, q = fresh(s, tmp_path), tmp_path / "q"
+    assert apply(pdir, q).returncode == EXIT_REPAIRED
+    run = the_run(q)
+    r = logtool("restore", "--format", "json", run)
+    assert r.returncode == EXIT_CLEAN, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["run"] == str(run) and doc["already_restored"] is False and doc["exit_code"] == EXIT_CLEAN
+    kept = {str(pdir / e["name"]): e["action"] for e in manifest(run)["entries"]}
+    assert len(doc["files"]) == len(kept) and {f["file"] for f in doc["files"]} == set(kept)
+    assert all(f["done"] == ("removed" if kept[f["file"]] == "created" else "restored") for f in doc["files"])
+    assert tree(pdir) == s.originals
+    again = json.loads(logtool("restore", "--format", "json", run).stdout)
+    assert again["already_restored"] is True and again["exit_code"] == EXIT_CLEAN
+
+
 # --------------------------------------------------------------------------------------------- kills
 
 KILL_POINTS: dict[str, int] = {}
