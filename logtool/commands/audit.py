@@ -11,7 +11,7 @@ import click
 from logtool.findings import Severity
 from logtool.commands.common.options import (deep_option, epilog, fail_on_option, max_read_rate_option, paths_argument,
                                       spare_page_cache_option, transaction_timeout_option)
-from logtool.render.jsonout import emit_json
+from logtool.render.emit import emit
 from logtool.spark.hosts import LOCALITY_WAIT, pinned
 from logtool.spark.session import SparkUnavailable, require, start
 
@@ -72,8 +72,9 @@ def _one_line(e: Exception) -> str:
 @deep_option
 @click.option("--replicas", is_flag=True,
               help="the PATHs are log dirs of different brokers: also compare the replicas of every partition")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="text summary for people, or the summary as JSON")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "jsonl"]), default="text", show_default=True,
+              help="text summary for people; the summary as JSON, or as JSON Lines (a row per code, worst "
+                   "partition, broker, host, topic, divergence shown, then the counts)")
 @fail_on_option
 @max_read_rate_option
 @spare_page_cache_option(default=True)
@@ -107,6 +108,7 @@ def command(paths: tuple[Path, ...], output: str, master: str | None, deep: bool
 
     from logtool.render.audit import render_audit
     from logtool.spark.driver import Audit, run_audit
+    from logtool.spark.summary import Audited
     from logtool.spark.task import Settings
 
     settings = Settings(deep, max_read_rate, spare_page_cache, replicas, transaction_timeout_ms)
@@ -127,11 +129,4 @@ def command(paths: tuple[Path, ...], output: str, master: str | None, deep: bool
     finally:
         if started:
             spark.stop()
-    if fmt == "json":
-        emit_json(summary)
-    else:
-        render_audit(summary)
-    for lost in summary["not_audited"]:  # the operational error, named where a script's log shows it
-        print(f"logtool: not audited on {lost['host']}: {lost['count']} PATH(s) or partition(s) "
-              f"(NOT_AUDITED rows in {output}/findings say why)", file=sys.stderr)
-    return summary["exit_code"]
+    return emit(Audited(summary), fmt, render_audit, fail_on)

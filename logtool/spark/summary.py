@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from pyspark.sql import DataFrame
 
@@ -162,6 +163,41 @@ def _breakdown(key: str, findings: Counter, damaged: Counter) -> list[dict]:
     rows = [{key: name, **{f"{s}s": findings[(name, str(s))] for s in Severity}, "damaged_bytes": damaged[name]}
             for name in names]
     return sorted(rows, key=lambda r: (-r["errors"], -r["warnings"], -r["damaged_bytes"], -r["infos"], r[key]))
+
+
+@dataclass(slots=True, frozen=True)
+class Audited:
+    """An audit's outcome: the summary it wrote (DIR/summary.json), with verify's exit codes."""
+
+    doc: dict[str, Any]
+
+    def exit_code(self, fail_on: Severity = Severity.WARNING) -> int:
+        d = self.doc
+        worst = Severity.ERROR if d["errors"] else Severity.WARNING if d["warnings"] else \
+            Severity.INFO if d["infos"] else None
+        return fsck_code(d["operational_error"], worst, fail_on)
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.doc
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        """The breakdowns, a row each: findings by code, the worst partitions, brokers, hosts, topics, the
+        first divergences, the PATHs not audited by host."""
+        d = self.doc
+        for kind, key in (("code", "by_code"), ("worst_partition", "worst_partitions"), ("broker", "by_broker"),
+                          ("host", "by_host"), ("topic", "by_topic"), ("not_audited", "not_audited")):
+            yield from ({"type": kind, **row} for row in d[key])
+        if d["divergence"] is not None:
+            yield from ({"type": "divergence", **row} for row in d["divergence"]["first"])
+
+    def summary(self) -> dict[str, Any]:
+        breakdowns = {"by_code", "worst_partitions", "by_broker", "by_host", "by_topic", "not_audited", "exit_code"}
+        return {k: v for k, v in self.doc.items() if k not in breakdowns}
+
+    def stderr_lines(self) -> list[str]:
+        """The operational error, named where a script's log shows it."""
+        return [f"logtool: not audited on {lost['host']}: {lost['count']} PATH(s) or partition(s) (NOT_AUDITED "
+                f"rows in {self.doc['output']}/findings say why)" for lost in self.doc["not_audited"]]
 
 
 def divergence_summary(divergence: DataFrame, partitions: DataFrame) -> dict:

@@ -7,29 +7,77 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from logtool.cli import cli
-from logtool.findings import Severity
+from logtool.cli import cli, main
+from logtool.findings import INDEX_MISSING, NOT_AUDITED, Severity, finding
+from logtool.spark.summary import Tally
 
 
 @pytest.mark.parametrize("given, meant", [([], Severity.WARNING), (["--fail-on", "warning"], Severity.WARNING),
                                           (["--fail-on", "error"], Severity.ERROR)])
 def test_audit_passes_fail_on_to_the_job(monkeypatch, tmp_path, given, meant):
-    import logtool.commands.audit as audit_command
-    import logtool.spark.driver as driver
     asked = []
 
     def run_audit(_spark, audit, _started):
         asked.append(audit.fail_on)
-        return {"exit_code": 0, "not_audited": []}
+        return _summary(Tally(), audit)
 
-    monkeypatch.setattr(audit_command, "require", lambda: None)
-    monkeypatch.setattr(audit_command, "start", lambda master, conf: (None, False))
-    monkeypatch.setattr(driver, "run_audit", run_audit)
-    monkeypatch.setattr("logtool.render.audit.render_audit", lambda summary: None)
+    _fake_spark(monkeypatch, run_audit)
     (tmp_path / "data").mkdir()
     result = CliRunner().invoke(cli, ["audit", *given, "-o", str(tmp_path / "out"), str(tmp_path / "data")])
     assert result.exit_code == 0, result.output
     assert asked == [meant]
+
+
+def _fake_spark(monkeypatch, run_audit) -> None:
+    """`logtool audit` with its Spark job replaced by `run_audit` (no JVM)."""
+    import logtool.commands.audit as audit_command
+    import logtool.spark.driver as driver
+    monkeypatch.setattr(audit_command, "require", lambda: None)
+    monkeypatch.setattr(audit_command, "start", lambda master, conf: (None, False))
+    monkeypatch.setattr(driver, "run_audit", run_audit)
+    monkeypatch.setattr("logtool.render.audit.render_audit", lambda summary: None)
+
+
+def _summary(tally, audit) -> dict:
+    """What run_audit returns for a fleet of `tally`'s counts."""
+    return {**tally.summary(audit.fail_on), "verdict": None, "divergence": None, "output": audit.output}
+
+
+@pytest.mark.parametrize("given, code", [([], 4), (["--fail-on", "error"], 0)])
+def test_audit_summary_in_json_lines_and_its_exit_code(monkeypatch, capsys, tmp_path, given, code):
+    """The audit's result decides its exit code from --fail-on; JSON Lines give a row per breakdown, then
+    the counts; a host whose PATHs were not audited is named on stderr and makes it 8 whatever --fail-on."""
+    def run_audit(_spark, audit, _started):
+        tally = Tally().count([finding(INDEX_MISSING, "no index", "/d/orders-0/0.index")], host="b1",
+                              topic="orders", broker=("c", 1, "b1"))
+        return _summary(tally, audit)
+
+    def logtool(*words: str) -> tuple[int, str, str]:
+        with pytest.raises(SystemExit) as ended:
+            main(["audit", *given, "-o", str(tmp_path / "out"), str(tmp_path / "data"), *words])
+        out, err = capsys.readouterr()
+        return ended.value.code, out, err
+
+    _fake_spark(monkeypatch, run_audit)
+    (tmp_path / "data").mkdir()
+    rc, out, _ = logtool("--format", "jsonl")
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert rc == code
+    assert [r["type"] for r in rows] == ["code", "broker", "host", "topic", "summary"]
+    assert rows[0] | {"type": None} == {"type": None, "code": "LT301", "name": "INDEX_MISSING", "severity": "warning",
+                                        "count": 1}
+    assert rows[-1]["warnings"] == 1 and rows[-1]["exit_code"] == code and "by_code" not in rows[-1]
+    rc, out, _ = logtool("--format", "json")
+    assert json.loads(out)["exit_code"] == code == rc
+
+    def lost(_spark, audit, _started):
+        tally = Tally().count([finding(NOT_AUDITED, "no executor on b2", "b2:/data")], True, host="b2")
+        return _summary(tally, audit)
+
+    _fake_spark(monkeypatch, lost)
+    rc, out, err = logtool("--format", "json")
+    assert rc == 8 and json.loads(out)["exit_code"] == 8
+    assert f"logtool: not audited on b2: 1 PATH(s) or partition(s) (NOT_AUDITED rows in {tmp_path / 'out'}" in err
 
 
 @pytest.mark.parametrize("command", [["verify"], ["index", "verify"]])
