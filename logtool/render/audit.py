@@ -2,16 +2,12 @@
 replica divergence, and where the tables are."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from rich.markup import escape
 
 from logtool.render.table import Column, print_fitted
 from logtool.render.text import Screen, console
+from logtool.render.emit import Result
 from logtool.render.verdict import verdict_lines
-
-if TYPE_CHECKING:
-    from logtool.spark.summary import Audited
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
 
@@ -34,7 +30,8 @@ def _verdicts(out: Screen, v: dict) -> None:
         out.print(f"... and {v['troubled'] - len(v['first'])} more log dir(s) in the verdicts table")
 
 
-def render_audit(result: Audited) -> None:
+def render_audit(result: Result) -> None:
+    """`result`: the audit's (spark/summary.py's Audited, of a layer above this one)."""
     out, s = console(), result.to_dict()
     secs = s["seconds"]
     rate = f"{s['bytes'] / 1e6 / secs['check']:,.1f} MB/s, {_per_second(s['partitions'] / secs['check'])} " \
