@@ -169,7 +169,7 @@ class Sink:
 
     def done(self) -> list[Finding]:
         tags = self.walked.tags
-        if tags != sorted(tags):
+        if len(tags) > 1 and tags != sorted(tags):  # (most walks report nothing: no sort for them)
             order = sorted(range(len(self.findings)), key=tags.__getitem__)
             self.findings[:] = [self.findings[i] for i in order]
         for (name, file), n in self._counts.items():
