@@ -13,8 +13,6 @@ from typing import cast
 
 from logtool.findings import CONSUMER_OFFSET_BACKWARDS, Finding, Sink
 from logtool.format.batch import BatchView
-from logtool.format.messages import MessageError
-from logtool.format.schemas import by_record_type
 from logtool.format.records import RecordError, iter_records
 
 TOPIC = "__consumer_offsets"
@@ -28,6 +26,10 @@ def commit_of(key: bytes | None, value: bytes | None) -> tuple[Key, int | None] 
     tombstone); None for any other record, or one whose bytes do not read."""
     if key is None or len(key) < 2:
         return None
+    # Imported here: the schema engine is a share of every command's start, and only a deep walk of
+    # __consumer_offsets reads a commit.
+    from logtool.format.messages import MessageError
+    from logtool.format.schemas import by_record_type
     schema = by_record_type("group")[0].get(struct.unpack_from(">h", key)[0])
     if schema is None or not schema.name.endswith("OffsetCommitKey"):
         return None

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import gc
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,9 +141,8 @@ COLLECT_EVERY = 4096
 
 def check_across_files(report: Report) -> None:
     """The checks between each log dir's root files and its partitions, once every partition was walked."""
-    # Both are str() of a Path, which writes each path one way (no empty or "." component but a lone ".", no
-    # trailing "/"): a partition's parent is its log dir exactly when the strings are equal.
-    parents = [os.path.dirname(p.path) or "." for p in report.partitions]
+    # Both are str() of a Path: a partition's parent is its log dir exactly when the strings are equal.
+    parents = [p.parent for p in report.partitions]
     for ld in report.log_dirs:
         for p, parent in zip(report.partitions, parents):
             if parent == ld.path:

@@ -1,6 +1,7 @@
 """Partition-level checks: the segment set, the files beside the segments, and per-partition metadata."""
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -41,6 +42,12 @@ class PartitionReport:
         yield from self.findings
         for s in self.segments:
             yield from s.findings
+
+    @property
+    def parent(self) -> str:
+        """The directory `path` lies in, as `str(Path(path).parent)` writes it: `path` is a str() of a Path,
+        which writes each path one way (no empty or "." component but a lone ".", no trailing "/")."""
+        return os.path.dirname(self.path) or "."
 
     @property
     def worst(self) -> Severity | None:

@@ -12,7 +12,6 @@ from typing import NamedTuple
 
 from logtool.format import Bytes
 from logtool.format.batch import LOG_OVERHEAD, V2_HEADER_SIZE, BatchView, legacy_value, sequence_at
-from logtool.format.codecs import CodecError, decompress
 from logtool.format.crc import crc32
 from logtool.format.varint import VarintError, read_varint, read_varlong
 from logtool.findings import (
@@ -85,6 +84,9 @@ def batch_payload(buf: Bytes, view: BatchView) -> bytes | memoryview:
         data = memoryview(buf)[view.position + V2_HEADER_SIZE : view.position + view.size]
     if view.codec == 0:
         return data
+    # Imported at the first compressed batch: the codecs' libraries are a share of every command's start, and
+    # a log of uncompressed batches needs none of them.
+    from logtool.format.codecs import CodecError, decompress
     try:
         return decompress(view.codec, data, view.magic)
     except CodecError as e:

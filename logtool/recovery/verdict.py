@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from logtool.checks.engine import Report
 from logtool.checks.partition import PartitionReport
 from logtool.findings import CLEAN_SHUTDOWN_WITH_DAMAGE, RECOVERY_SKIPS_DAMAGE, UNREADABLE, AtStart, Finding, Severity
-from logtool.recovery.truncate_plan import ActionKind, PartitionPlan, plan_partition
-from logtool.rules.expected_index import DEFAULT_INDEX_INTERVAL_BYTES
 from logtool.store.partition import Partition
+
+if TYPE_CHECKING:
+    from logtool.recovery.truncate_plan import PartitionPlan
 
 # Kinds the broker starts with but that leave a partition as it is instead of recovering it.
 _SKIPS_RECOVERY = (CLEAN_SHUTDOWN_WITH_DAMAGE.name, RECOVERY_SKIPS_DAMAGE.name)
@@ -161,8 +162,11 @@ def verdicts(report: Report) -> list[Verdict]:
     for d in report.log_dirs:
         by_dir.setdefault(str(Path(d.path)), Verdict(d.path, True)).add_log_dir_findings(d.findings)
     for p in report.partitions:
-        parent = str(Path(p.path).parent)
-        by_dir.setdefault(parent, Verdict(parent, False)).add(judge(p))
+        parent = p.parent
+        verdict = by_dir.get(parent)
+        if verdict is None:  # (not setdefault: that would make a Verdict for every partition)
+            verdict = by_dir[parent] = Verdict(parent, False)
+        verdict.add(judge(p))
     return [v.finish() for v in by_dir.values()]
 
 
@@ -189,6 +193,10 @@ def judge(p: PartitionReport, directory: Path | None = None, unreachable: str | 
 
 def _plan(directory: Path) -> PartitionPlan | None:
     """Kafka's recovery of the partition as the truncate planner works it out; None when a file is unreadable."""
+    # Imported here: the planner is a large share of a verify's start, and only a partition whose recovery
+    # cuts needs it.
+    from logtool.recovery.truncate_plan import plan_partition
+    from logtool.rules.expected_index import DEFAULT_INDEX_INTERVAL_BYTES
     try:
         part = Partition.from_dir(directory)
         try:
@@ -201,6 +209,7 @@ def _plan(directory: Path) -> PartitionPlan | None:
 
 
 def _loss(path: str, plan: PartitionPlan) -> Loss:
+    from logtool.recovery.truncate_plan import ActionKind  # as in `_plan`
     cause = f"{plan.cause.code} {plan.cause.name} in {plan.cause.file}" if plan.cause else "damage"
     return Loss(path, plan.bytes_leaving, sum(1 for a in plan.actions if a.action is ActionKind.QUARANTINE_SEGMENT),
                 plan.valid_records_dropped_by_kafka, plan.log_end_as_written, plan.log_end_after, cause)

@@ -230,7 +230,9 @@ def _plain(markup: str) -> str | None:
         pieces.append(markup[at:tag.start()])
         at = tag.end()
     pieces.append(markup[at:])
-    return "".join(map(_emoji_replace, pieces))  # as rich's markup.render: each piece between tags on its own
+    # As rich's markup.render: each piece between tags on its own; an emoji code is `:name:`, so a piece
+    # without a colon is left as it is.
+    return "".join([_emoji_replace(p) if ":" in p else p for p in pieces])
 
 
 def render_verify(report: Report, show_info: bool) -> None:

@@ -33,6 +33,9 @@ class Target:
 
     path: Path
     kind: TargetKind = TargetKind.PARTITION_DIR
+    # The directory's own name where the log dir's listing showed it is no symlink: what `real_name` would
+    # answer, without the lstat per partition (None: not known, asked when listed).
+    real_name: str | None = None
 
     @property
     def single_file(self) -> bool:
@@ -45,7 +48,9 @@ class Target:
 
     def partition(self) -> Partition:
         """Its files listed (a records file with the side files of its segment). Raises OSError."""
-        return Partition.from_segment_file(self.path) if self.single_file else Partition.from_dir(self.path)
+        if self.single_file:
+            return Partition.from_segment_file(self.path)
+        return Partition.from_dir(self.path, self.real_name)
 
     def segment_sizes(self) -> tuple[tuple[int, int], ...]:
         """(base offset, bytes) of each `.log` by its name, in offset order, as listed now: one stat per
@@ -105,9 +110,9 @@ def discover(paths: list[Path], entry_files: bool = False) -> Found:
         try:
             kind = classify_path(path)
             if kind is PathKind.LOG_DIR:
-                names = partition_dir_names(path)
+                dirs = partition_dirs(path)
                 found.log_dirs.append(path)
-                found.targets += [Target(path / name) for name in names]
+                found.targets += [Target(path / e.name, real_name=None if e.is_symlink() else e.name) for e in dirs]
             elif kind is PathKind.PARTITION_DIR:
                 found.targets.append(Target(path))
             elif kind is PathKind.SEGMENT_FILE or (is_records_file(path.name) and path.is_file()):
@@ -123,10 +128,10 @@ def discover(paths: list[Path], entry_files: bool = False) -> Found:
     return found
 
 
-def partition_dir_names(log_dir: Path) -> list[str]:
+def partition_dirs(log_dir: Path) -> list[os.DirEntry[str]]:
     """The children of a log dir the broker loads as partitions (the metadata log's too), in name order.
     Raises OSError when it cannot be listed."""
-    return [e.name for e in listing(log_dir) if is_partition_dir_name(e.name) and e.is_dir()]
+    return [e for e in listing(log_dir) if is_partition_dir_name(e.name) and e.is_dir()]
 
 
 def is_partition_dir_name(name: str) -> bool:

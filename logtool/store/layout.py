@@ -62,6 +62,9 @@ class PartitionName:
     unique_id: str | None = None
 
 
+# Cached: a log dir's check, its listing and each partition's own ask for the same name (a PartitionName is
+# immutable).
+@functools.lru_cache(maxsize=1 << 14)
 def parse_partition_dir(name: str) -> PartitionName | None:
     """Kafka's `LocalLog.parseTopicPartitionName`: None when the name is not a partition directory."""
     kind, unique = "plain", None

@@ -29,7 +29,13 @@ class NotRegularFile(OSError):
 
 
 def open_regular(path: Path | str) -> tuple[int, int]:
-    """(a read-only descriptor, the size) of a regular file. O_NONBLOCK: opening a FIFO returns at once
+    """(a read-only descriptor, the size) of a regular file. Raises OSError."""
+    fd, st = open_regular_stat(path)
+    return fd, st.st_size
+
+
+def open_regular_stat(path: Path | str) -> tuple[int, os.stat_result]:
+    """(a read-only descriptor, its `fstat`) of a regular file. O_NONBLOCK: opening a FIFO returns at once
     instead of waiting for a writer; it changes nothing for a regular file. Raises OSError."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     st = os.fstat(fd)
@@ -37,7 +43,7 @@ def open_regular(path: Path | str) -> tuple[int, int]:
         os.close(fd)
         what = _WHAT.get(stat.S_IFMT(st.st_mode), "not a regular file")
         raise NotRegularFile(0, f"{what}, not a regular file", str(path))
-    return fd, st.st_size
+    return fd, st
 
 
 class GuardedMap(mmap.mmap):
@@ -96,13 +102,13 @@ def read_small(path: Path | str, below: int) -> tuple[bytes, int] | None:
     the faults, the unmap) costs more than the copy, and a log dir of thousands of small partitions has
     thousands of them. None when it is larger, or was cut short before it was read (the caller maps it
     instead, as it is then). Raises OSError as `open_regular`."""
-    fd, size = open_regular(path)
+    fd, st = open_regular_stat(path)
     try:
+        size = st.st_size
         if size >= below:
             return None
-        mtime_ns = os.fstat(fd).st_mtime_ns
         data = os.read(fd, size) if size else b""
-        return (data, mtime_ns) if len(data) == size else None
+        return (data, st.st_mtime_ns) if len(data) == size else None
     finally:
         os.close(fd)
 

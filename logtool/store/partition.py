@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import bisect
 import enum
+import operator
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,11 +22,14 @@ def link_target(path: Path) -> str:
         return f"(unreadable link: {e.strerror or e})"
 
 
+_NAME = operator.attrgetter("name")
+
+
 def listing(directory: Path) -> list[os.DirEntry[str]]:
     """The directory's entries in name order, from one scandir pass (their kinds come with their names).
     Raises OSError when it cannot be listed."""
     with os.scandir(directory) as entries:
-        return sorted(entries, key=lambda e: e.name)
+        return sorted(entries, key=_NAME)
 
 
 def symlinks_in(directory: Path, entries: list[os.DirEntry[str]]) -> dict[str, str]:
@@ -60,8 +64,9 @@ class Partition:
         return self.name.partition if self.name else None
 
     @classmethod
-    def from_dir(cls, path: Path) -> "Partition":
-        """Read the directory listing. Raises OSError when it cannot be listed."""
+    def from_dir(cls, path: Path, real: str | None = None) -> "Partition":
+        """Read the directory listing. `real`: the directory's name where it really is, when the caller knows
+        it (`real_name` is asked otherwise). Raises OSError when it cannot be listed."""
         listed = listing(path)
         names = frozenset(e.name for e in listed)  # what each segment's side files are looked up in
         entries = [e for e in listed if not e.is_dir()]
@@ -72,7 +77,8 @@ class Partition:
              if f.kind == FileKind.LOG and f.base_offset is not None),
             key=lambda s: s.base_offset,
         )
-        return cls(path, parse_partition_dir(real_name(path)), segments, files, symlinks=symlinks_in(path, entries))
+        return cls(path, parse_partition_dir(real if real is not None else real_name(path)), segments, files,
+                   symlinks=symlinks_in(path, entries))
 
     @classmethod
     def from_segment_file(cls, log_path: Path) -> "Partition":

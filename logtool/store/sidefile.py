@@ -75,11 +75,17 @@ def read_side(path: Path | str, mapped: bool = False, name: str | None = None) -
     return SideFile(name, data)
 
 
+_CHUNK = 1 << 20  # the most one read asks for
+
+
 def _read_all(fd: int, size: int) -> bytes:
     """At most `size` bytes: a file that grows while it is read is taken as it was when it was opened."""
-    chunks, left = [], size
+    first = os.read(fd, min(size, _CHUNK)) if size else b""
+    if len(first) == size or not first:  # the whole file in one read, as a small one is: no list, no join
+        return first
+    chunks, left = [first], size - len(first)
     while left > 0:
-        chunk = os.read(fd, min(left, 1 << 20))
+        chunk = os.read(fd, min(left, _CHUNK))
         if not chunk:
             break
         chunks.append(chunk)

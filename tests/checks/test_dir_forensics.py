@@ -226,10 +226,10 @@ def test_unreadable_partition_is_still_the_one_its_checkpoint_entries_name(tmp_p
     root, _ = log_dir(tmp_path, spec(), spec("locked", 0))
     from_dir = Partition.from_dir
 
-    def denied(path: Path) -> Partition:
+    def denied(path: Path, real: str | None = None) -> Partition:
         if path.name == "locked-0":
             raise PermissionError(13, "Permission denied", str(path))
-        return from_dir(path)
+        return from_dir(path, real)
 
     monkeypatch.setattr(Partition, "from_dir", staticmethod(denied))  # root reads everything: deny by hand
     report = check(root)

@@ -83,16 +83,16 @@ def test_read_small_refuses_what_is_not_a_regular_file(tmp_path):
 def test_a_file_cut_before_it_is_read_is_mapped_as_it_is_then(log_dir, monkeypatch):
     """A read shorter than the size fstat gave: the segment is opened again, mapped, as the file is now."""
     log = next((log_dir / "small-0").glob("*.log"))
-    opened = mapping.open_regular
+    opened = mapping.open_regular_stat
 
     def cut_after_open(path):
-        fd, size = opened(path)
+        fd, st = opened(path)
         os.truncate(path, 1000)
-        return fd, size
+        return fd, st
 
-    monkeypatch.setattr(mapping, "open_regular", cut_after_open)
+    monkeypatch.setattr(mapping, "open_regular_stat", cut_after_open)
     assert read_small(log, MAPPED_FROM) is None
-    monkeypatch.setattr(mapping, "open_regular", opened)
+    monkeypatch.setattr(mapping, "open_regular_stat", opened)
     with Segment(log, 0) as seg:
         assert seg.size == seg.file_size == 1000
 

@@ -201,14 +201,14 @@ def unreadable_log(part, monkeypatch):
     where logtool opens files)."""
     import logtool.store.mapping as mapping
     denied = part / "00000000000000000090.log"
-    opened = mapping.open_regular
+    opened = mapping.open_regular_stat  # what every open of a file for reading goes through
 
-    def open_regular(path):
+    def open_regular_stat(path):
         if Path(path) == denied:
             raise PermissionError(13, "Permission denied", str(path))
         return opened(path)
 
-    monkeypatch.setattr(mapping, "open_regular", open_regular)
+    monkeypatch.setattr(mapping, "open_regular_stat", open_regular_stat)
     return part
 
 
