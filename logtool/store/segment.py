@@ -191,15 +191,21 @@ class Segment:
 
     def side(self, suffix: str) -> SideFile:
         """The segment's index file with this suffix, mapped read-only (or why it cannot be)."""
-        log = os.fspath(self.log_path)
-        path = log[: len(log) - len(os.path.splitext(log)[1])] + suffix  # `path_with`, without a Path made
+        path = self._side_path(suffix)
         name = os.path.basename(path)
         if self.listed is not None and name not in self.listed:
             return SideFile(name, None)
         return read_side(path, mapped=True, name=name)
 
     def path_with(self, suffix: str) -> Path:
-        return self.log_path.with_suffix(suffix)
+        """The path of the segment's file with this suffix (its .index, .timeindex, .txnindex)."""
+        return Path(self._side_path(suffix))
+
+    def _side_path(self, suffix: str) -> str:
+        # A str, which the checks of every segment read with (a Path made for each is a share of a small
+        # partition's cost); the same as `log_path.with_suffix(suffix)` for a segment's name.
+        log = os.fspath(self.log_path)
+        return log[: len(log) - len(os.path.splitext(log)[1])] + suffix
 
     def walk(self, result: WalkOutcome | None = None, start: int = 0,
              reads_bytes: bool = True) -> Iterator[BatchView]:
