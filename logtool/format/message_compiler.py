@@ -16,6 +16,7 @@ random messages of every schema and version, and on damaged copies of both.
 from __future__ import annotations
 
 import base64
+import functools
 import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -31,8 +32,6 @@ Reader = Callable[[Any, int, int], tuple[dict[str, object], int]]
 _CODES = {"bool": "?", "int8": "b", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I", "int64": "q",
           "float64": "d"}
 _SIZES = {k: struct.calcsize(">" + c) for k, c in _CODES.items()}
-_UUIDS: dict[bytes, str] = {}
-_UUIDS_KEPT = 1 << 14  # a log names the same topic and directory ids again and again: each encoded once
 _ABSENT = object()  # a tagged field not in the bytes
 _SHORT = 16  # arrays of integers shorter than this are read by a struct made for their length
 
@@ -45,14 +44,9 @@ class Fallback(Exception):
 FAILURES = (Fallback, IndexError, struct.error, VarintError)
 
 
+@functools.lru_cache(maxsize=1 << 14)  # a log names the same topic and directory ids again and again
 def _uuid(raw: bytes) -> str:
-    text = _UUIDS.get(raw)
-    if text is None:
-        text = base64.urlsafe_b64encode(raw)[:22].decode("ascii")  # 16 bytes: 22 characters and "=="
-        if len(_UUIDS) >= _UUIDS_KEPT:
-            _UUIDS.clear()
-        _UUIDS[raw] = text
-    return text
+    return base64.urlsafe_b64encode(raw)[:22].decode("ascii")  # 16 bytes: 22 characters and "=="
 
 
 def _int_array(code: str) -> Callable[[Any, int, int], list[Any]]:
@@ -95,7 +89,7 @@ def compile_reader(message: Message, version: int) -> Reader:
     gen = _Generator(version, version in message.flexible)
     top = gen.struct(message.fields)
     namespace: dict[str, Any] = {"Fallback": Fallback, "_ABSENT": _ABSENT, "_uvar": read_unsigned_varint,
-                                 "_uuid": _uuid, "_UUIDS": _UUIDS, "_ERR": java_utf8.ERRORS, **gen.names}
+                                 "_uuid": _uuid, "_ERR": java_utf8.ERRORS, **gen.names}
     exec(compile("\n".join(gen.lines), f"<{message.name} v{version} reader>", "exec"), namespace)
     reader: Reader = namespace[top]
     return reader
@@ -206,7 +200,7 @@ class _Generator:
             return [f"{x}, = {s}.unpack_from(data, {pos})", f"{pos} += {_SIZES[kind]}"]
         if kind == "uuid":  # by the cache of their text, the function only for one not in it
             return [f"if {pos} + 16 > {end}: raise Fallback", f"raw = data[{pos}:{pos} + 16]",
-                    f"{x} = _UUIDS.get(raw) or _uuid(raw)", f"{pos} += 16"]
+                    f"{x} = _uuid(raw)", f"{pos} += 16"]
         if kind == "struct":
             fn = self.struct(f.fields or [])
             if self.v in f.nullable:  # a presence byte; a negative one is null

@@ -15,7 +15,7 @@ exception of Python's, and no count read from the bytes allocates more than the 
 
 That reading (`Message.read_reference`, `_Reader`) walks the schema for every message. `Message.read` reads by
 a reader compiled once per version from the same schema (`logtool.format.message_compiler`), which gives the
-same answer some seven times faster, and turns to the reference for any bytes it cannot read whole.
+same answer faster (bench/results/metadata.md), and turns to the reference for any bytes it cannot read whole.
 """
 from __future__ import annotations
 
