@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from logtool.findings import Finding, Severity
@@ -34,6 +34,16 @@ class Report:
     partitions: list[PartitionReport] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)  # about the paths themselves
     operational_error: bool = False  # something could not be read at all
+
+    def only(self, keep: Callable[[Finding], bool]) -> "Report":
+        """The same report with only the findings `keep` accepts (`index verify`'s: the index-scope kinds)."""
+        def kept(fs: list[Finding]) -> list[Finding]:
+            return [f for f in fs if keep(f)]
+        parts = [replace(p, findings=kept(p.findings), segments=[replace(s, findings=kept(s.findings))
+                                                                 for s in p.segments])
+                 for p in self.partitions]
+        dirs = [replace(d, findings=kept(d.findings)) for d in self.log_dirs]
+        return replace(self, partitions=parts, log_dirs=dirs, findings=kept(self.findings))
 
     def all_findings(self) -> Iterator[Finding]:
         yield from self.findings

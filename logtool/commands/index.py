@@ -1,14 +1,12 @@
 """`logtool index verify|rebuild`: check every index against its log; rebuild them as Kafka's recovery would."""
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import click
 
 from logtool.findings import Severity
 from logtool.rules.expected_index import DEFAULT_INDEX_INTERVAL_BYTES
-from logtool.checks.engine import Report
 from logtool.commands.common.repairing import command_line, finish_unfinished, writing
 from logtool.commands.common.options import PATH, epilog, fail_on_option, format_choice, format_option, paths_argument
 from logtool.recovery import index_rebuild
@@ -27,14 +25,6 @@ def group() -> None:
     would (index rebuild)."""
 
 
-def _only_index_findings(report: Report) -> Report:
-    keep = lambda fs: [f for f in fs if f.kind.index_scope]  # noqa: E731
-    parts = [replace(p, findings=keep(p.findings), segments=[replace(s, findings=keep(s.findings)) for s in p.segments])
-             for p in report.partitions]
-    dirs = [replace(d, findings=keep(d.findings)) for d in report.log_dirs]
-    return replace(report, partitions=parts, log_dirs=dirs, findings=keep(report.findings))
-
-
 @group.command("verify", short_help="Check every index against its log.", epilog=epilog([
     ("logtool index verify /var/lib/kafka/data", "every index of a log dir against its log"),
     ("logtool index verify --fail-on error orders-0", "exit 4 only for indexes the broker would not heal itself"),
@@ -46,7 +36,7 @@ def _only_index_findings(report: Report) -> Report:
 def verify_command(paths, fmt: str, fail_on: Severity, show_info: bool) -> int:
     """Every .index, .timeindex and .txnindex against its log: Kafka's load-time sanity checks, then
     entry by entry."""
-    report = _only_index_findings(check_with_progress("index verify", paths, deep=False))
+    report = check_with_progress("index verify", paths, deep=False).only(lambda f: f.kind.index_scope)
     return emit(report, fmt, lambda r: render_verify(r, show_info), fail_on)
 
 
