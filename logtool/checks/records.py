@@ -37,7 +37,7 @@ PER_RECORD = (OFFSET_DELTA_INVALID, TIMESTAMP_ABOVE_MAX, RECORD_COUNT_MISMATCH, 
 def check_records(buf: Bytes, view: BatchView, sink: Sink, fast: kernel.Kernel | None) -> int:
     """Decode every record of one whole, valid batch into `sink`'s findings; returns how many were decoded.
     `fast`: the kernel the walk runs on (`kernel.active()`, asked once a walk), None on the pure path."""
-    if fast is not None and view.magic >= 2 and not view.attributes & 0x20:
+    if fast is not None and view.magic >= 2 and not view.is_control:
         n = _clean_count(fast, buf, view)
         if n >= 0:
             return n

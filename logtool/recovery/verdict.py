@@ -177,7 +177,7 @@ def judge(p: PartitionReport, directory: Path | None = None, unreachable: str | 
     findings = list(p.all_findings())
     judged = Judged(p.path, [Blocker(f, p.path, f.kind.at_start) for f in findings if f.kind.at_start is not None],
                     [f for f in findings if f.name in _SKIPS_RECOVERY])
-    if any(f.name == UNREADABLE.name for f in findings):  # a plan blind to a file would say nothing true
+    if any(f.kind is UNREADABLE for f in findings):  # a plan blind to a file would say nothing true
         judged.not_worked_out = NotWorkedOut(p.path, _UNREADABLE)
     elif any(f.kind.cuts for f in findings):  # else recovery loses nothing here
         directory = directory or Path(p.path)

@@ -9,7 +9,7 @@ from logtool.format.batch import BatchView
 def offsets_go_back(prev_last: int | None, view: BatchView) -> str | None:
     """Why `view` does not follow a batch that ended at `prev_last` (None: it does, or it is the first)."""
     last = view.last_offset
-    first = view.base_offset if view.base_offset is not None else last
+    first = view.first_offset
     if prev_last is not None and (first <= prev_last or last < first):
         return (f"batch at byte {view.position} covers offsets {first}..{last} after a batch ending at offset "
                 f"{prev_last}")
