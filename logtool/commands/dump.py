@@ -11,13 +11,12 @@ import click
 
 from logtool.reads import decoders, file_dump, internal_topics
 from logtool.commands.common.failure import Failure
-from logtool.commands.common.options import PATH, parse_time
 from logtool.store.discover import Target, TargetKind, discover
-from logtool.commands.common.options import TIME_FORMS, epilog, format_option
+from logtool.commands.common.options import TIME_FORMS, epilog, format_option, parse_time, paths_argument
 from logtool.render.jsonout import emit_jsonl
 from logtool.render.progress import progress
 from logtool.render import dump_json, dump_text
-from logtool.reads.dumped import RecordsDumped, file_exit_code
+from logtool.reads.dumped import RecordsDumped
 from logtool.reads.ranges import Stats, plan_range, read_range
 from logtool import exitcodes
 
@@ -42,7 +41,7 @@ def _time(text: str | None) -> int | None:
     ("logtool dump orders-0 --salvage --format jsonl > rescued.jsonl",
      "every record that can still be read, past the damage (unverified ones marked)"),
 ], "4 here: damage was met in the range."))
-@click.argument("paths", nargs=-1, required=True, type=PATH)
+@paths_argument
 @click.option("--from-offset", type=click.IntRange(min=0), help="first offset (inclusive)")
 @click.option("--to-offset", type=click.IntRange(min=0), help="last offset (inclusive)")
 @click.option("--from-time", help=f"start at the first record at or after this time ({TIME_FORMS})")
@@ -204,9 +203,9 @@ def _dump_records(target: Target, ask: _Ask, out: TextIO) -> tuple[int, bool]:
         raise click.ClickException(f"{getattr(e, 'filename', None) or path}: {e.strerror or e}") from None
     finally:
         part.close()
-    if fmt != "json":
-        for note in done.notes():
-            print(f"logtool: {note}", file=sys.stderr)
+    if fmt != "json":  # (the JSON document holds its notes)
+        for line in done.stderr_lines():
+            print(line, file=sys.stderr)
     return done.exit_code(), open_line
 
 
@@ -223,9 +222,9 @@ def _dump_file(path: Path, fmt: str, mode: str, out: TextIO) -> int:
     elif fmt == "jsonl":
         entries = dump_json.write_file_rows(d, out)
         emit_jsonl([{"type": "summary", "path": str(path), "entries": entries, "stop": d.stop,
-                     "exit_code": file_exit_code(d)}])
+                     "exit_code": d.exit_code()}])
     else:
-        dump_json.write_file_document(d, out, lambda: file_exit_code(d))
-    if d.stop:
-        print(f"logtool: {path}: read up to where kafka-dump-log stops (it throws there): {d.stop}", file=sys.stderr)
-    return file_exit_code(d)
+        dump_json.write_file_document(d, out, d.exit_code)
+    for line in d.stderr_lines():
+        print(line, file=sys.stderr)
+    return d.exit_code()

@@ -8,7 +8,6 @@ from typing import Any
 
 from logtool import exitcodes
 from logtool.findings import Severity
-from logtool.reads.file_dump import FileDump
 from logtool.reads.ranges import RangePlan, Stats
 
 
@@ -33,6 +32,9 @@ class RecordsDumped:
             notes.append(f"no {'batches' if self.batches_only else 'records'} from {self.plan.describe()}")
         return notes
 
+    def stderr_lines(self) -> list[str]:
+        return [f"logtool: {note}" for note in self.notes()]
+
     def summary(self) -> dict[str, Any]:
         s = self.stats
         return {"segments_read": s.segments_read, "batches": s.batches, "records": s.records, "damaged": s.damaged,
@@ -41,9 +43,3 @@ class RecordsDumped:
     def to_dict(self) -> dict[str, Any]:
         """What the JSON forms end with: the notes, the counts and the exit code."""
         return {"notes": self.notes(), "summary": self.summary(), "exit_code": self.exit_code()}
-
-
-def file_exit_code(d: FileDump) -> int:
-    """Once an index's, transaction index's or snapshot's rows are read: 4 where Kafka's tool would have
-    stopped before the end of the file."""
-    return exitcodes.PROBLEMS if d.stop else exitcodes.CLEAN

@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from logtool import exitcodes
+from logtool.findings import Severity
 from logtool.format.batch import kafka_iterator_step
 from logtool.format.index import OFFSET_ENTRY, TIME_ENTRY, aborted_txns, offset_index_sanity, time_index_sanity
 from logtool.format.meta import MetaError, producer_snapshot
@@ -48,6 +50,14 @@ class FileDump:
     stop: str | None = None
     mode: str = "dump"  # "sanity": Kafka's load-time sanity check only; "verify": entries checked, not printed
     passed_sanity: bool = False
+
+    def exit_code(self, fail_on: Severity = Severity.WARNING) -> int:
+        """Once `rows` are used up: 4 where Kafka's tool would have stopped before the end of the file."""
+        return exitcodes.PROBLEMS if self.stop else exitcodes.CLEAN
+
+    def stderr_lines(self) -> list[str]:
+        return [f"logtool: {self.path}: read up to where kafka-dump-log stops (it throws there): {self.stop}"] \
+            if self.stop else []
 
 
 def dumpable(path: Path) -> bool:
