@@ -392,7 +392,7 @@ def test_log_dirs_of_one_broker(tmp_path):
     ({"node_id": "2"}, "node.id 2"),
     ({"cluster_id": "q1w2e3r4t5y6u7i8o9p0"}, "cluster.id q1w2e3r4t5y6u7i8o9p0"),
     ("copy-directory-id", "directory.id"),
-])
+], ids=["node.id", "cluster.id", "directory.id"])
 def test_log_dirs_of_different_brokers(tmp_path, edit, word):
     a, b = two_dirs(tmp_path)
     if edit == "copy-directory-id":
@@ -429,7 +429,8 @@ def test_log_dir_without_meta_properties(tmp_path):
     ({"cluster_id": None}, "META_PROPERTIES_INVALID"),
     ({"directory_id": "AAAAAAAAAAAAAAAAAAAAAQ"}, "META_PROPERTIES_INVALID"),  # reserved (UNASSIGNED)
     ({"node_id": "one"}, "META_PROPERTIES_INVALID"),
-])
+], ids=["as-written", "v1-broker.id", "v0-broker.id-only", "v0-with-node.id", "no-version", "no-cluster.id",
+        "reserved-directory.id", "node.id-not-a-number"])
 def test_meta_properties_fields_and_version(tmp_path, edit, kind):
     root, _ = log_dir(tmp_path)
     set_meta(root, **edit)

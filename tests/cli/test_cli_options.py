@@ -13,7 +13,7 @@ from logtool.spark.summary import Tally
 
 
 @pytest.mark.parametrize("given, meant", [([], Severity.WARNING), (["--fail-on", "warning"], Severity.WARNING),
-                                          (["--fail-on", "error"], Severity.ERROR)])
+                                          (["--fail-on", "error"], Severity.ERROR)], ids=["default", "warning", "error"])
 def test_audit_passes_fail_on_to_the_job(monkeypatch, tmp_path, given, meant):
     asked = []
 
@@ -43,7 +43,7 @@ def _summary(tally, audit) -> dict:
     return {**tally.summary(audit.fail_on), "verdict": None, "divergence": None, "output": audit.output}
 
 
-@pytest.mark.parametrize("given, code", [([], 4), (["--fail-on", "error"], 0)])
+@pytest.mark.parametrize("given, code", [([], 4), (["--fail-on", "error"], 0)], ids=["default", "fail-on-error"])
 def test_audit_summary_in_json_lines_and_its_exit_code(monkeypatch, capsys, tmp_path, given, code):
     """The audit's result decides its exit code from --fail-on; JSON Lines give a row per breakdown, then
     the counts; a host whose PATHs were not audited is named on stderr and makes it 8 whatever --fail-on."""
@@ -80,7 +80,7 @@ def test_audit_summary_in_json_lines_and_its_exit_code(monkeypatch, capsys, tmp_
     assert f"logtool: not audited on b2: 1 PATH(s) or partition(s) (NOT_AUDITED rows in {tmp_path / 'out'}" in err
 
 
-@pytest.mark.parametrize("command", [["verify"], ["index", "verify"]])
+@pytest.mark.parametrize("command", [["verify"], ["index", "verify"]], ids=" ".join)
 def test_fail_on_error_lets_a_warning_pass(command, tmp_path):
     from conftest import ROOT
     part = tmp_path / "orders-0"

@@ -48,7 +48,7 @@ def _run(monkeypatch, capsys, stderr, *args) -> tuple[int, list[tuple[float, flo
 
 
 @pytest.mark.parametrize("command", [("verify",), ("verify", "--deep"), ("index", "rebuild"), ("truncate",),
-                                     ("dump", "--format", "jsonl")])
+                                     ("dump", "--format", "jsonl")], ids=" ".join)
 def test_a_terminal_sees_bytes_move_within_one_segment(one_segment, monkeypatch, capsys, command):
     part, size = one_segment
     terminal = _Terminal()

@@ -61,7 +61,7 @@ def test_zstd_is_refused_in_legacy_messages():
     (3, lz4.frame.compress(bytes(50_000_000), block_linked=False)),
     (4, zstandard.ZstdCompressor().compress(bytes(50_000_000))),
     (2, kcodec.snappy_encode(bytes(50_000_000), xerial_compatible=True)),
-])
+], ids=["gzip", "lz4", "zstd", "snappy"])
 def test_decompression_is_bounded(codec, data):
     """A small payload that expands past the limit is refused, not allocated."""
     with pytest.raises(CodecError, match="more than|exceeds"):

@@ -235,6 +235,7 @@ def test_empty_partition_has_one_empty_segment(tmp_path: Path) -> None:
         {"codec": "brotli"},
         {"offset_stride": 0},
     ],
+    ids=lambda kwargs: ",".join(f"{k}={v}" for k, v in kwargs.items()),
 )
 def test_unbuildable_specs_are_refused(kwargs: dict) -> None:
     with pytest.raises(ValueError):
