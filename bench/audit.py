@@ -4,7 +4,8 @@ in one run. Writes bench/results/audit.{json,md}.
 The fleet (fixtures/fleet.py, generated once into bench/data/) is BENCH_AUDIT_PARTITIONS partition dirs
 (default 2000) of BENCH_AUDIT_BYTES bytes in all (default 2 GB), over four broker log dirs, so that 500,
 1,000 and 2,000 partitions are one, two and four log dirs. Spark's start-up is measured apart; the first
-audit in a fresh session (the JVM still compiling) apart from the best of BENCH_REPEAT warm ones.
+audit in a fresh session (the JVM still compiling) apart from the best of BENCH_REPEAT warm ones; what a
+task costs, from the whole fleet audited again in twice as many tasks.
 """
 from __future__ import annotations
 
@@ -69,8 +70,8 @@ def verify_command(log_dirs: list[Path]) -> None:
     assert p.returncode in (0, 4), p.stderr
 
 
-def audit(spark, log_dirs: list[Path], out: Path) -> dict:
-    summary = run_audit(spark, Audit(tuple(map(str, log_dirs)), str(out), Settings()))
+def audit(spark, log_dirs: list[Path], out: Path, task_bytes: int | None = None) -> dict:
+    summary = run_audit(spark, Audit(tuple(map(str, log_dirs)), str(out), Settings(), task_bytes))
     assert summary["exit_code"] == 0 and summary["partitions"] == PARTITIONS * len(log_dirs) // BROKERS, summary
     return summary
 
@@ -90,7 +91,13 @@ def main() -> int:
         for n in (1, 2, 4):  # 500, 1,000 and 2,000 partitions
             t, summary = best_warm(log_dirs, audit, spark, log_dirs[:n], out)
             scaling.append({"partitions": summary["partitions"], "bytes": summary["bytes"], "seconds": round(t, 3),
-                            "check_seconds": summary["seconds"]["check"], "tasks": summary["tasks"]})
+                            "check_seconds": summary["seconds"]["check"], "tasks": summary["tasks"],
+                            "task_bytes": summary["task_bytes"]})
+        # What a task costs besides its partitions (scheduling, its Python worker's round trips, which
+        # spark/session.py makes over a Unix socket): the whole fleet again, in tasks of half the default size.
+        whole = scaling[-1]
+        t_halved, halved = best_warm(log_dirs, audit, spark, log_dirs, out, whole["task_bytes"] // 2)
+        per_task = (t_halved - whole["seconds"]) / max(1, halved["tasks"] - whole["tasks"])
         # Verify and the whole audit in turns, so that both meet the machine in the same state (its speed
         # drifts by tens of percent over minutes here); the best of each.
         rounds = [(timed(log_dirs, verify_command, log_dirs)[0], timed(log_dirs, audit, spark, log_dirs, out))
@@ -123,13 +130,15 @@ def main() -> int:
         "marginal_s_per_1000_partitions": {"audit": round(marginal, 3), "verify": round(verify_per_1000, 3)},
         "ratio_marginal_vs_verify": round(verify_per_1000 / marginal, 2),
         "scaling": scaling,
+        "task": {"tasks": [whole["tasks"], halved["tasks"]], "seconds": [whole["seconds"], round(t_halved, 3)],
+                 "s_per_further_task": round(per_task, 4)},
     }
     write_results("audit", res, render)
     return 0
 
 
 def render(r: dict) -> str:
-    v, a, m = r["verify"], r["audit"], r["marginal_s_per_1000_partitions"]
+    v, a, m, t = r["verify"], r["audit"], r["marginal_s_per_1000_partitions"], r["task"]
     rows = "\n".join(f"| {s['partitions']:,} | {s['bytes'] / 1e9:.2f} GB | {s['tasks']} | {s['seconds']} s | "
                      f"{s['check_seconds']} s |" for s in r["scaling"])
     return f"""# audit benchmark ({r['partitions']:,} partition dirs, {r['bytes'] / 1e9:.2f} GB, {r['log_dirs']} log dirs)
@@ -148,6 +157,9 @@ Audit against verify: {r['ratio_audit_vs_verify']}x for the whole job, {r['ratio
 {r['ratio_marginal_vs_verify']}x for each further 1,000 partitions ({m['audit']} s against verify's {m['verify']} s;
 the rest of the job is a fixed cost). Verify's engine alone, in process: {v['in_process_s']} s. Spark start-up:
 {a['spark_startup_s']} s; the first audit in a fresh session: {a['first_audit_s']} s (phases {a['first_audit_phases']}).
+
+What a task costs besides its partitions (spark/split.py's TASKS_PER_CORE): the whole fleet in {t['tasks'][0]} tasks took
+{t['seconds'][0]} s, in {t['tasks'][1]} tasks {t['seconds'][1]} s: {round(t['s_per_further_task'] * 1000, 1)} ms for each further task.
 
 | partitions | bytes | tasks | whole job | checks |
 |---|---|---|---|---|

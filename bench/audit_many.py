@@ -64,6 +64,16 @@ def _status_mb(pid: int, field: str) -> float:
     return 0.0
 
 
+def _cpu_s(pid: int) -> float:
+    """A process's CPU seconds, user and system, with those of the children it has waited for (a Python
+    worker's, once its daemon reaped it); 0 once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime, stime, cutime, cstime
+
+
 def _descendants(pid: int) -> list[int]:
     children: dict[int, list[int]] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
@@ -80,8 +90,9 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
-def verify_command(log_dirs: list[Path]) -> tuple[float, float]:
-    """Seconds and peak RSS (MB) of `logtool verify` over the log dirs, one process, as a user runs it."""
+def verify_command(log_dirs: list[Path]) -> tuple[float, float, float]:
+    """Seconds, CPU seconds and peak RSS (MB) of `logtool verify` over the log dirs, one process, as a user
+    runs it."""
     with tempfile.TemporaryFile("w+") as err:
         t = time.perf_counter()
         p = subprocess.Popen([sys.executable, "-m", "logtool", "verify", "--format", "jsonl", *map(str, log_dirs)],
@@ -91,7 +102,7 @@ def verify_command(log_dirs: list[Path]) -> tuple[float, float]:
         p.returncode = os.waitstatus_to_exitcode(status)
         err.seek(0)
         assert p.returncode in (0, 4), err.read()[-3000:]
-    return seconds, usage.ru_maxrss / 1024
+    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def audit_once(n: int, brokers: int, master: str = MASTER) -> dict:
@@ -112,10 +123,13 @@ def audit_once(n: int, brokers: int, master: str = MASTER) -> dict:
     me, jvm = os.getpid(), spark.sparkContext._gateway.proc.pid
     started = _status_mb(me, "VmRSS"), _status_mb(jvm, "VmRSS")
     try:
-        t, cpu = time.perf_counter(), time.process_time()
+        t, cpu, jvm_cpu = time.perf_counter(), time.process_time(), _cpu_s(jvm)
         summary = run_audit(spark, Audit(tuple(map(str, log_dirs)), str(DATA / "audit-many-out"), Settings()))
         seconds, cpu = time.perf_counter() - t, time.process_time() - cpu
         workers = [_status_mb(p, "VmHWM") for p in _descendants(jvm)]
+        # The whole audit's CPU: the driver's Python, its JVM and the Python workers, with a local master all
+        # of it (on a cluster the executors' is not counted); the machine's other processes are not.
+        all_cpu = cpu + _cpu_s(jvm) - jvm_cpu + sum(_cpu_s(p) for p in _descendants(jvm))
         peaks = _status_mb(me, "VmHWM"), _status_mb(jvm, "VmHWM"), max(workers, default=0.0)
         heap = max((int(m.group(1)) for m in re.finditer(r"\d+M->(\d+)M\(\d+M\)", gc_log.read_text())), default=0)
     finally:
@@ -124,6 +138,7 @@ def audit_once(n: int, brokers: int, master: str = MASTER) -> dict:
     assert summary["partitions"] == n and summary["exit_code"] == 0, summary["partitions"]
     return {"bytes": summary["bytes"], "tasks": summary["tasks"], "startup_s": round(startup, 2),
             "audit_s": round(seconds, 2), "audit_phases": summary["seconds"], "driver_python_cpu_s": round(cpu, 2),
+            "audit_cpu_s": round(all_cpu, 2),
             "driver_python_started_mb": round(started[0]), "driver_jvm_started_mb": round(started[1]),
             "driver_python_rss_mb": round(peaks[0]), "driver_jvm_rss_mb": round(peaks[1]),
             "driver_jvm_heap_after_gc_mb": heap, "worker_python_rss_mb": round(peaks[2])}
@@ -187,10 +202,11 @@ def main() -> int:
         n, brokers = _fleet_shape(spec)
         log_dirs = fleet(n, brokers)
         before = os.getloadavg()[0]
-        t_verify, verify_rss = verify_command(log_dirs)
+        t_verify, verify_cpu, verify_rss = verify_command(log_dirs)
         run = audit_command(n, brokers)
         results.append({"partitions": n, "log_dirs": brokers, **run,
-                        "verify_s": round(t_verify, 2), "verify_rss_mb": round(verify_rss),
+                        "verify_s": round(t_verify, 2), "verify_cpu_s": round(verify_cpu, 2),
+                        "verify_rss_mb": round(verify_rss),
                         "check_to_verify": round(run["audit_phases"]["check"] / t_verify, 2),
                         "verify_s_per_1000": round(t_verify / n * 1000, 3),
                         "audit_s_per_1000": round(run["audit_s"] / n * 1000, 3),
@@ -266,7 +282,8 @@ def render(r: dict) -> str:
         f"| {x['partitions']:,} | {x['log_dirs']} | {x['bytes'] / 1e6:.0f} MB | {x['verify_s']} s "
         f"({x['verify_s_per_1000']} s) | {x['verify_rss_mb']} MB | {x['startup_s']} s | {x['audit_s']} s "
         f"({x['audit_s_per_1000']} s) | {x['audit_phases']['listing']} / {x['audit_phases']['check']} / "
-        f"{x['audit_phases']['output']} s | {x['check_to_verify']}x | {x['driver_python_cpu_s']} s | {x['tasks']} | "
+        f"{x['audit_phases']['output']} s | {x['check_to_verify']}x | {x['verify_cpu_s']} / {x['audit_cpu_s']} s | "
+        f"{x['driver_python_cpu_s']} s | {x['tasks']} | "
         f"{x['driver_python_rss_mb']} MB + JVM {x['driver_jvm_rss_mb']} MB | {x['driver_jvm_heap_after_gc_mb']} MB | "
         f"{x['worker_python_rss_mb']} MB | "
         f"{x['load_average'][0]} / {x['load_average'][1]} |" for x in r["runs"])
@@ -291,14 +308,16 @@ each): the driver's JVM is then the driver's only. Its Python and JVM, when Spar
 
 {r['machine']}; `logtool audit` on {r['master']} against serial `logtool verify`, one run each, each audit in a
 process of its own: "Spark start" is the session's start, not in the audit's seconds; check / verify is the
-check phase against verify's whole run; driver Python CPU: the seconds the driver's own Python worked (listing
-results, the deal, the summary), the audit's serial part. Peak RSS: the driver's Python and its JVM (with a
+check phase against verify's whole run; CPU: the seconds verify worked, and the audit's (its driver's Python
+and JVM and the Python workers; not Spark's start), which the machine's other load changes less than times;
+driver Python CPU: the seconds the driver's own Python worked (listing results, the deal, the summary), the
+audit's serial part. Peak RSS: the driver's Python and its JVM (with a
 local master the executor too: it holds the cached rows), the largest Python worker; JVM heap after GC: the
 most the driver's JVM heap held after any garbage collection (from its GC log), what it needed at most. Load average (1 minute)
 before verify and after the audit: the machine is shared, so times are noisy; memory is not.
 
-| partitions | log dirs | bytes | verify (per 1,000) | verify peak RSS | Spark start | audit (per 1,000) | listing / checks / tables | check / verify | driver Python CPU | tasks | driver peak RSS | JVM heap after GC | worker peak RSS | load |
-|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
+| partitions | log dirs | bytes | verify (per 1,000) | verify peak RSS | Spark start | audit (per 1,000) | listing / checks / tables | check / verify | CPU: verify / audit | driver Python CPU | tasks | driver peak RSS | JVM heap after GC | worker peak RSS | load |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
 {rows}
 
 {_model_text(r.get("model"), "On local[2]")}{on_cluster}

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial, reduce
 
-from pyspark import Accumulator, SparkContext, StorageLevel
+from pyspark import RDD, Accumulator, SparkContext, StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.util import InheritableThread
@@ -241,23 +241,29 @@ def _check(spark: SparkSession, units: list[Unit], settings: Settings,
         # Units pinned to a host (HOST:PATH) go where their host is; the others anywhere.
         tasks = located(sc, [(u, u.host) for u in pending]) if any(u.pin for u in pending) else \
             sc.parallelize(pending, max(1, len(pending)))
-        checked = spark.createDataFrame(tasks.flatMap(partial(unit_rows, settings, checked_items)),
-                                        TAGGED).persist(keep)
+        checked = _tagged(spark, tasks.flatMap(partial(unit_rows, settings, checked_items))).persist(keep)
         rounds.append(checked)
         back: list[Unit] = [blob(r) for r in _kind(checked, MISPLACED).select("blob").collect()]  # runs the round
         stalled = progress_made(len(pending), len(back), stalled)
         pending, gone = repin(sc, back, _unit_pin, stalled)
         if gone:  # their rows made on executors too: a lost host's partitions may be many
             lost = sc.parallelize(gone, len(gone)).flatMap(lost_rows)
-            rounds.append(spark.createDataFrame(lost, TAGGED))
+            rounds.append(_tagged(spark, lost))
     # No unit at all (no PATH could be listed): an empty table, whose rows are the listing's findings only.
     checked = reduce(DataFrame.unionByName, rounds) if rounds else spark.createDataFrame([], TAGGED)
     if not split_any:
         return [*rounds, checked]
     joined = (_kind(checked, PIECE).select("blob").rdd.map(blob).keyBy(partition_path).groupByKey().values()
               .mapPartitions(partial(merged_rows, settings)))
-    whole = checked.filter(checked.kind != PIECE).unionByName(spark.createDataFrame(joined, TAGGED)).persist(keep)
+    whole = checked.filter(checked.kind != PIECE).unionByName(_tagged(spark, joined)).persist(keep)
     return [*rounds, whole]
+
+
+def _tagged(spark: SparkSession, rows: RDD[tuple]) -> DataFrame:
+    """The check tasks' rows as a DataFrame. spark/rows.py builds them to `rows.TAGGED`: PySpark's check of
+    each row against the schema, in the Python workers, would only repeat that, at a cost per row of the
+    order of the row's own building."""
+    return spark.createDataFrame(rows, TAGGED, verifySchema=False)
 
 
 def _gather(rows: DataFrame) -> list[tuple[str, bytes]]:

@@ -63,8 +63,9 @@ def start(master: str | None, conf: dict[str, str]) -> tuple["SparkSession", boo
     submitted = _under_spark_submit()
     local = master.startswith("local") if master else not submitted
     settings = {"spark.ui.showConsoleProgress": "false",  # the driver shows its own progress line
-                # An executor talks to its Python workers over a Unix socket instead of TCP on localhost:
-                # each task then costs ~10 ms instead of ~30 ms, measured on local[2] (Spark 4.1 and newer).
+                # An executor talks to its Python workers over a Unix socket instead of TCP on localhost
+                # (Spark 4.1 and newer): each task's exchanges with its worker cost less, which an audit of
+                # many tasks pays many times (bench/audit.py measures what a task costs).
                 "spark.python.unix.domain.socket.enabled": "true"}
     # The driver's JVM starts here unless spark-submit started it (client mode, whatever the master): fatal
     # errors only in its log, so the terminal shows logtool's lines, not Spark's banner and warnings.

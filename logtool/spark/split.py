@@ -22,8 +22,8 @@ from logtool.store.discover import TargetKind
 PARTITION_COST = 1 << 20
 SEGMENT_COST = 256 << 10
 # Task sizes when none is given: about two tasks per core, so that a slow task is caught up by the others
-# (heaviest first), within bounds that keep one task's memory modest. Each task costs about 20 ms of
-# scheduling and Python worker round trips on local[2]: on 2 GB, 4 tasks per core were 0.15 s slower.
+# (heaviest first), within bounds that keep one task's memory modest. No more than that: each task costs
+# its scheduling and its Python worker's round trips (bench/audit.py measures a further task's cost).
 TASKS_PER_CORE = 2
 MIN_TASK = 32 << 20
 MAX_TASK = 4 << 30
