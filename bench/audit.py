@@ -71,7 +71,7 @@ def verify_command(log_dirs: list[Path]) -> None:
 
 
 def audit(spark, log_dirs: list[Path], out: Path, task_bytes: int | None = None) -> dict:
-    summary = run_audit(spark, Audit(tuple(map(str, log_dirs)), str(out), Settings(), task_bytes))
+    summary = run_audit(spark, Audit(tuple(map(str, log_dirs)), str(out), Settings(), task_bytes)).to_dict()
     assert summary["exit_code"] == 0 and summary["partitions"] == PARTITIONS * len(log_dirs) // BROKERS, summary
     return summary
 

@@ -124,7 +124,8 @@ def audit_once(n: int, brokers: int, master: str = MASTER) -> dict:
     started = _status_mb(me, "VmRSS"), _status_mb(jvm, "VmRSS")
     try:
         t, cpu, jvm_cpu = time.perf_counter(), time.process_time(), _cpu_s(jvm)
-        summary = run_audit(spark, Audit(tuple(map(str, log_dirs)), str(DATA / "audit-many-out"), Settings()))
+        audited = run_audit(spark, Audit(tuple(map(str, log_dirs)), str(DATA / "audit-many-out"), Settings()))
+        summary = audited.to_dict()
         seconds, cpu = time.perf_counter() - t, time.process_time() - cpu
         workers = [_status_mb(p, "VmHWM") for p in _descendants(jvm)]
         # The whole audit's CPU: the driver's Python, its JVM and the Python workers, with a local master all

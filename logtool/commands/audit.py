@@ -108,7 +108,6 @@ def command(paths: tuple[Path, ...], output: str, master: str | None, deep: bool
 
     from logtool.render.audit import render_audit
     from logtool.spark.driver import Audit, run_audit
-    from logtool.spark.summary import Audited
     from logtool.spark.task import Settings
 
     settings = Settings(deep, max_read_rate, spare_page_cache, replicas, transaction_timeout_ms)
@@ -121,7 +120,7 @@ def command(paths: tuple[Path, ...], output: str, master: str | None, deep: bool
     except SparkUnavailable as e:
         raise click.ClickException(str(e)) from None
     try:
-        summary = run_audit(spark, audit, time.perf_counter() - began if started else None)
+        audited = run_audit(spark, audit, time.perf_counter() - began if started else None)
     except SparkUnavailable as e:
         raise click.ClickException(str(e)) from None
     except (PySparkException, Py4JError) as e:
@@ -129,4 +128,4 @@ def command(paths: tuple[Path, ...], output: str, master: str | None, deep: bool
     finally:
         if started:
             spark.stop()
-    return emit(Audited(summary), fmt, render_audit, fail_on)
+    return emit(audited, fmt, render_audit, fail_on)

@@ -32,7 +32,7 @@ from logtool.spark.rows import (BATCH, FINDING, FINDINGS, JUDGED, MISPLACED, PAR
                                 SCHEMA_VERSION, VERDICTS, broker_of, listing_findings, verdict_row)
 from logtool.spark.session import preflight, ship
 from logtool.spark.split import TASKS_PER_CORE, Unit, split, task_size
-from logtool.spark.summary import Tally, divergence_summary
+from logtool.spark.summary import Audited, Tally, divergence_summary
 from logtool.spark.task import Settings
 from logtool.spark.verdicts import fleet_verdicts, verdict_summary
 
@@ -48,10 +48,10 @@ class Audit:
     fail_on: Severity = Severity.WARNING
 
 
-def run_audit(spark: SparkSession, audit: Audit, startup_seconds: float | None = None) -> dict:
+def run_audit(spark: SparkSession, audit: Audit, startup_seconds: float | None = None) -> Audited:
     """Run the audit, write its part of DIR/findings, DIR/partitions, DIR/verdicts, DIR/divergence (with
     --replicas), each under audit_id=ID/ so that audits accumulate; DIR/summary.json (the latest audit's, and
-    DIR/summaries/ID.json); return the summary."""
+    DIR/summaries/ID.json); return the result, whose document is the summary written."""
     sc = spark.sparkContext
     ship(spark)
     preflight(spark)
@@ -104,7 +104,7 @@ def run_audit(spark: SparkSession, audit: Audit, startup_seconds: float | None =
     text = json.dumps(summary, indent=2) + "\n"
     out.text(f"summaries/{audit_id}.json", text)
     out.text("summary.json", text)
-    return summary
+    return Audited(summary)
 
 
 def _write(spark: SparkSession, out: "_Output", audit: Audit, counted: Tally, rows: list[DataFrame],

@@ -346,7 +346,7 @@ def test_the_audit_reports_what_verify_reports(spark, tmp_path):
     shutil.copytree(require(OTHER_CLUSTER), broker / OTHER_CLUSTER.name, copy_function=shutil.copyfile)
     _rc, doc = verify(broker)
     want = the(doc, PARTITION_NOT_ASSIGNED.name, "payment-create-request-0")
-    summary = run_audit(spark, Audit((str(broker),), str(tmp_path / "out")))
+    summary = run_audit(spark, Audit((str(broker),), str(tmp_path / "out"))).to_dict()
     rows = spark.read.parquet(str(tmp_path / "out" / "findings")).filter("code LIKE 'LT7%'").collect()
     assert [(r.scope, r.path, r.code, r.name, r.file, r.message) for r in rows] == [
         ("log_dir", str(broker), "LT701", PARTITION_NOT_ASSIGNED.name, "payment-create-request-0", want["message"])]

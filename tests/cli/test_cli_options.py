@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from logtool.cli import cli, main
 from logtool.findings import INDEX_MISSING, NOT_AUDITED, Severity, finding
-from logtool.spark.summary import Tally
+from logtool.spark.summary import Audited, Tally
 
 
 @pytest.mark.parametrize("given, meant", [([], Severity.WARNING), (["--fail-on", "warning"], Severity.WARNING),
@@ -38,9 +38,9 @@ def _fake_spark(monkeypatch, run_audit) -> None:
     monkeypatch.setattr("logtool.render.audit.render_audit", lambda summary: None)
 
 
-def _summary(tally, audit) -> dict:
+def _summary(tally, audit) -> Audited:
     """What run_audit returns for a fleet of `tally`'s counts."""
-    return {**tally.summary(audit.fail_on), "verdict": None, "divergence": None, "output": audit.output}
+    return Audited({**tally.summary(audit.fail_on), "verdict": None, "divergence": None, "output": audit.output})
 
 
 @pytest.mark.parametrize("given, code", [([], 4), (["--fail-on", "error"], 0)], ids=["default", "fail-on-error"])

@@ -72,7 +72,7 @@ def fleet(tmp_path_factory):
 @pytest.fixture(scope="module")
 def audited(spark, fleet, tmp_path_factory):
     out = tmp_path_factory.mktemp("audit") / "out"
-    summary = run_audit(spark, Audit(tuple(fleet.paths), str(out), Settings(replicas=True)))
+    summary = run_audit(spark, Audit(tuple(fleet.paths), str(out), Settings(replicas=True))).to_dict()
     return SimpleNamespace(out=out, summary=summary)
 
 
@@ -188,7 +188,7 @@ def test_split_partitions_give_verify_s_report(spark, fleet, tmp_path):
     # Small tasks cut each multi-segment partition into pieces; orders-5 on broker-2 is damaged in its first
     # segment, so LATER_SEGMENTS_DROPPED must see the segments of later pieces.
     paths = [str(fleet.written.log_dirs[2] / f"orders-{p}") for p in (4, 5, 6)]
-    summary = run_audit(spark, Audit(tuple(paths), str(tmp_path / "out"), task_bytes=SEGMENT_COST * 3))
+    summary = run_audit(spark, Audit(tuple(paths), str(tmp_path / "out"), task_bytes=SEGMENT_COST * 3)).to_dict()
     assert summary["tasks"] > len(paths)
     doc = json.loads(run_logtool("verify", "--format", "json", *paths).stdout)
     assert audit_findings(spark, tmp_path / "out") == verify_findings([doc])
@@ -201,7 +201,7 @@ def test_kafka_written_cases_split_at_every_segment_give_verify_s_findings(spark
     the later piece (v2-idempotent-txn/payments-0 gave two false TXNINDEX_MISMATCH errors). Tasks this
     small put every segment of every Kafka-written case in a piece of its own."""
     paths = sorted(str(p) for p in KAFKA_WRITTEN.glob("*/*-[0-9]*") if p.is_dir())
-    summary = run_audit(spark, Audit(tuple(paths), str(tmp_path / "out"), task_bytes=1))
+    summary = run_audit(spark, Audit(tuple(paths), str(tmp_path / "out"), task_bytes=1)).to_dict()
     assert summary["tasks"] > 2 * len(paths)
     doc = json.loads(run_logtool("verify", "--format", "json", *paths).stdout)
     assert audit_findings(spark, tmp_path / "out") == verify_findings([doc])
@@ -491,7 +491,7 @@ def test_a_split_partition_s_verdict_is_verify_s(spark, fleet, tmp_path):
     # orders-5 on broker-2 is damaged in its first segment: its recovery deletes the later segments, which
     # other pieces walked; the verdict is worked out once the pieces are joined.
     paths = [str(fleet.written.log_dirs[2] / f"orders-{p}") for p in (4, 5, 6)]
-    summary = run_audit(spark, Audit(tuple(paths), str(tmp_path / "out"), task_bytes=SEGMENT_COST * 3))
+    summary = run_audit(spark, Audit(tuple(paths), str(tmp_path / "out"), task_bytes=SEGMENT_COST * 3)).to_dict()
     assert summary["tasks"] > len(paths)
     doc = json.loads(run_logtool("verify", "--format", "json", *paths).stdout)
     verdicts = audit_verdicts(spark, tmp_path / "out")
@@ -523,7 +523,7 @@ def test_audits_accumulate_and_answer_an_analyst_s_questions_in_duckdb(spark, fl
     shutil.copytree(audited.out, out)
     entries = batches(7, 0, 0, 0) + txn(9, 1, 0, 6, TS, None) + batches(7, 0, 6, 10, n=6, ts=TS + 40 * MINUTE)
     hanging = g.write_partition(tmp_path / "data", "payments", 0, entries).path
-    second = run_audit(spark, Audit((str(hanging),), str(out), Settings(transaction_timeout_ms=15 * MINUTE)))
+    second = run_audit(spark, Audit((str(hanging),), str(out), Settings(transaction_timeout_ms=15 * MINUTE))).to_dict()
     assert second["audit_id"] > audited.summary["audit_id"]  # sortable by time
     assert json.loads((out / "summary.json").read_text()) == second  # the latest, and each under summaries/
     assert sorted(p.stem for p in (out / "summaries").iterdir()) == [audited.summary["audit_id"], second["audit_id"]]
