@@ -31,11 +31,20 @@ INDEX_RUN = kernel.IndexRunBounds(
     increasing=True,  # INDEX_NOT_INCREASING
 )
 _MAX_TIMESTAMP = attrgetter("max_timestamp")
+# The bounds `TimeIndexCheck` holds each entry to as the batches reach it, declared for the kernel: it sums up a
+# whole segment (clean_segment) only where every entry keeps within them.
+TIME_INDEX_RUN = kernel.TimeIndexRunBounds(
+    entry_in_batch=True,  # TIMEINDEX_WRONG_ENTRY: "which is in no batch"
+    time_is_max=True,  # TIMEINDEX_WRONG_ENTRY: "but the largest timestamp up to that batch is"
+    increasing=True,  # TIMEINDEX_WRONG_ENTRY: "does not follow"
+)
 
 # Every kind `OffsetIndexCheck` reports of an entry as the batches come (each it names outside `__init__` and
 # `finish`); tests/format/test_kernel_guard.py holds a case of each in which the kernel path reports what the pure path
 # does.
 PER_BATCH = (INDEX_WRONG_POSITION, INDEX_NOT_INCREASING)
+# ... and every kind `TimeIndexCheck` reports as the batches come.
+TIME_PER_BATCH = (TIMEINDEX_WRONG_ENTRY,)
 
 
 def _beyond(walk: WalkOutcome) -> str:

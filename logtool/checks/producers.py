@@ -15,7 +15,19 @@ from dataclasses import dataclass
 from logtool.findings import (
     PRODUCER_EPOCH_BACKWARDS, PRODUCER_SEQUENCE_DUPLICATE, PRODUCER_SEQUENCE_GAP, PRODUCER_SNAPSHOT_MISMATCH,
     TRANSACTION_HANGING, TRANSACTION_OPEN, Finding, Sink, finding)
+from logtool.format import kernel
 from logtool.format.batch import BatchView
+
+# The bounds `ProducerCheck` holds each batch of a producer to after the one before (`follows`), declared for the
+# kernel: it sums up a whole segment (clean_segment) only where every producer's batches keep within them, and
+# holds no transaction's batch or marker; the kinds beside each are what the lens reports of a batch outside.
+PRODUCER_RUN = kernel.ProducerRunBounds(
+    epochs_not_backwards=True,  # PRODUCER_EPOCH_BACKWARDS
+    sequences_follow_on=True,  # PRODUCER_SEQUENCE_GAP, PRODUCER_SEQUENCE_DUPLICATE
+)
+# Every kind `ProducerCheck` reports as the batches come (through `follows`); tests/format/test_kernel_guard.py
+# holds a case of each in which the kernel path reports what the pure path does.
+PER_BATCH = (PRODUCER_EPOCH_BACKWARDS, PRODUCER_SEQUENCE_GAP, PRODUCER_SEQUENCE_DUPLICATE)
 
 DEFAULT_TRANSACTION_TIMEOUT_MS = 15 * 60 * 1000  # transaction.max.timeout.ms's default: no transaction lasts longer
 _HALF = 1 << 30  # sequence distances past this, modulo 2**31, are read as going back

@@ -5,6 +5,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 from logtool.findings import (
     BAD_LENGTH, CRC_MISMATCH, EMPTY_SEGMENT, FIRST_OFFSET_ABOVE_NAME, FIRST_OFFSET_BELOW_NAME, INDEX_MISSING,
     LEGACY_WRAPPER_UNREADABLE, OFFSET_NOT_INCREASING, OFFSET_OVERFLOW, SEGMENT_TOO_LARGE, SHORT_TAIL,
@@ -13,13 +14,14 @@ from logtool.findings import (
 from logtool.rules.offsets import offsets_go_back
 from logtool.rules.transactions import TxnTracker
 from logtool.checks.consumer_offsets import TOPIC as CONSUMER_OFFSETS, CommitCheck
-from logtool.checks.producers import ProducerCheck, ProducerSpan
-from logtool.checks.index import OffsetIndexCheck, TimeIndexCheck, TxnIndexCheck
-from logtool.checks.records import check_records
+from logtool.checks.producers import PRODUCER_RUN, ProducerCheck, ProducerSpan
+from logtool.checks.index import INDEX_RUN, TIME_INDEX_RUN, OffsetIndexCheck, TimeIndexCheck, TxnIndexCheck
+from logtool.checks.records import RECORD_RUN, check_records
 from logtool.format import kernel
 from logtool.format.batch import CODEC_NAMES, MAX_SEGMENT_BYTES, BatchView, FrameStop, codec_name
 from logtool.format.index import MAX_RELATIVE_OFFSET
 from logtool.store.segment import Lens, Segment, WalkOutcome, feeder
+from logtool.store.sidefile import SideFile
 
 # By magic, the codec ids it knows, a bit each: v0 and v1 messages all but zstd, which came with v2 (KIP-110).
 _V2_CODECS = (1 << len(CODEC_NAMES)) - 1
@@ -41,6 +43,20 @@ PLAIN_RUN = kernel.PlainRunBounds(
 # kernel path reports what the pure path does.
 PER_BATCH = (OFFSET_NOT_INCREASING, OFFSET_OVERFLOW, UNKNOWN_MAGIC, UNKNOWN_CODEC, LEGACY_WRAPPER_UNREADABLE,
              FIRST_OFFSET_BELOW_NAME, FIRST_OFFSET_ABOVE_NAME)
+# A check's lenses' bounds, gathered for the kernel to sum up a whole segment in one call (clean_segment): only
+# where nothing in it is outside them, and it holds no transaction's batch or marker (the lenses that keep the
+# state of transactions are not summed up), does the segment skip the walk below. A shallow check's; a deep
+# one's holds the records too.
+SEGMENT = kernel.SegmentBounds(
+    batches=PLAIN_RUN,
+    first_at_base=True,  # FIRST_OFFSET_BELOW_NAME, FIRST_OFFSET_ABOVE_NAME (_first_batch)
+    offset_index=INDEX_RUN,
+    index_last_within_log=True,  # INDEX_WRONG_POSITION: "beyond the segment's last offset" (its lens's finish)
+    time_index=TIME_INDEX_RUN,
+    producers=PRODUCER_RUN,
+    records=None,
+)
+DEEP_SEGMENT = SEGMENT._replace(records=RECORD_RUN)
 
 
 @dataclass(slots=True)
@@ -156,8 +172,8 @@ class _BatchRules:
         self.prev_last = rep.last_offset = last
         if rep.max_timestamp is None or max_ts > rep.max_timestamp:
             rep.max_timestamp = max_ts
-        self.codec_ids.update(c for c in range(codecs.bit_length()) if codecs >> c & 1)
-        rep.magic.update(m for m in range(magics.bit_length()) if magics >> m & 1)
+        self.codec_ids.update(_bits(codecs))
+        rep.magic.update(_bits(magics))
         return True
 
     def _first_batch(self, v: BatchView, first: int) -> None:
@@ -185,6 +201,11 @@ class _BatchRules:
     def finish(self) -> None:
         self._close_epoch_run()
         self.rep.codecs = {codec_name(c) for c in self.codec_ids}
+
+
+def _bits(n: int) -> set[int]:
+    """The numbers whose bits are set in `n` (the kernel's answers name the codecs and magics met so)."""
+    return {i for i in range(n.bit_length()) if n >> i & 1}
 
 
 # How a half-written batch of a live log looks to a reader, and how long to wait before looking again.
@@ -217,12 +238,19 @@ def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | Non
     `writer` names the running broker that may be appending to this segment (the partition's last), if any:
     it is asked only when the walk stops short."""
     name = seg.log_path.name
+    # A KRaft snapshot (.checkpoint) is batches as a segment is, with no index beside it.
+    sides = _Sides(seg.side(".index"), seg.side(".timeindex"), seg.side(".txnindex")) if name.endswith(".log") \
+        else None
+    # (__consumer_offsets' commits, which a deep check gathers, are not summed up)
+    if sides is not None and not lenses and not (deep and topic == CONSUMER_OFFSETS):
+        summed = _summed_up(seg, sides, deep)
+        if summed is not None:
+            return summed
     rep = SegmentReport(name, seg.base_offset, seg.file_size)
     sink = Sink(name)
     rules = _BatchRules(seg, rep, sink)
     fed: list[Lens] = [rules]
-    # A KRaft snapshot (.checkpoint) is batches as a segment is, with no index beside it.
-    index_checks = _index_checks(seg, rep, sink, active, txns) if name.endswith(".log") else []
+    index_checks = _index_checks(seg, sides, rep, sink, active, txns) if sides is not None else []
     fed += index_checks
     producers = ProducerCheck(sink)
     fed.append(producers)
@@ -252,20 +280,52 @@ def check_segment(seg: Segment, active: bool, deep: bool, txns: TxnTracker | Non
     return rep
 
 
-def _index_checks(seg: Segment, rep: SegmentReport, sink: Sink, active: bool,
+class _Sides(NamedTuple):
+    """A segment's index files, each read once: by the kernel's summing up, and by the lenses if it declines."""
+
+    offset_index: SideFile
+    time_index: SideFile
+    txn_index: SideFile
+
+
+def _summed_up(seg: Segment, sides: _Sides, deep: bool) -> SegmentReport | None:
+    """The report of a whole segment in which no lens of the check would find anything, as the kernel sums it
+    up in one call (no view per batch); None where the lenses must walk it."""
+    fast, log = kernel.active(), seg.buf
+    index, times = sides.offset_index.data, sides.time_index.data
+    # Only a small segment, read whole (store/segment.py): a mapped one is walked, which releases its pages as
+    # it passes them and moves a read policy's pacing and progress.
+    if fast is None or not isinstance(log, bytes) or not log or index is None or times is None \
+            or sides.txn_index.exists:
+        return None
+    summary = kernel.clean_segment(fast, log, index, times, seg.base_offset, DEEP_SEGMENT if deep else SEGMENT)
+    if summary is None:
+        return None
+    size = len(log)  # (the file's: a file read whole is never larger than any segment can be)
+    return SegmentReport(
+        seg.log_path.name, seg.base_offset, size, valid_bytes=size, batches=summary.batches,
+        records=summary.records, first_offset=summary.first_offset, last_offset=summary.last_offset,
+        first_timestamp=summary.first_timestamp, max_timestamp=summary.max_timestamp, magic=_bits(summary.magics),
+        codecs={codec_name(c) for c in _bits(summary.codecs)}, indexes={"index": len(index), "timeindex": len(times)},
+        epoch_runs=summary.epoch_runs,
+        producers={pid: ProducerSpan(first_epoch, position, offset, last_epoch, first_data, last_data)
+                   for pid, first_epoch, position, offset, last_epoch, first_data, last_data in summary.producers})
+
+
+def _index_checks(seg: Segment, sides: _Sides, rep: SegmentReport, sink: Sink, active: bool,
                   txns: TxnTracker | None) -> list[IndexCheck]:
     """The lenses that hold the segment's index files to its batches (a missing one reported here), and the
     sizes of those files in `rep`."""
     checks: list[IndexCheck] = []
-    for suffix, make in ((".index", OffsetIndexCheck), (".timeindex", TimeIndexCheck)):
-        side = seg.side(suffix)
+    for suffix, side, make in ((".index", sides.offset_index, OffsetIndexCheck),
+                               (".timeindex", sides.time_index, TimeIndexCheck)):
         rep.indexes[suffix[1:]] = side.size if side.exists else None
         if side.exists:
             checks.append(make(side, seg.base_offset, active, sink))
         elif seg.file_size:
             sink.add(INDEX_MISSING if suffix == ".index" else TIMEINDEX_MISSING, "no such file beside the segment",
                      file=side.name)
-    txn = seg.side(".txnindex")
+    txn = sides.txn_index
     if txn.exists:
         rep.indexes["txnindex"] = txn.size
     checks.append(TxnIndexCheck(txn, seg.base_offset, seg.buf,

@@ -25,6 +25,13 @@
  *     index from entry j as the offset index lens does, and stops before the first batch where an entry
  *     is not within the bounds the lens declares (IndexRunBounds): the lens takes that batch and the
  *     rest, and words any finding.
+ *   clean_segment(log, index, time index, base, bounds) sums up a whole small segment in one call, as the
+ *     lenses of a check would see it, where nothing in it is anything a lens reports: every batch a plain
+ *     valid v2 batch of no transaction, within the segment and producer lenses' bounds, every entry of its
+ *     offset and time indexes met by the batches within the index lenses', and for a deep check every
+ *     record of an uncompressed batch within the record lens's (SegmentBounds gathers the declarations, as
+ *     checks/segment.py builds it). It returns the aggregate facts the report and the partition's checks
+ *     need (no object per batch), or None: the lenses then walk the segment as ever and word any finding.
  *   crc32c(data) the Castagnoli CRC, for the tests that hold this copy to the crc32c package.
  *   threads([n]) how many threads may check a pass's CRCs (the CPUs of the affinity, at most 4; 1: this one);
  *     split_passes() how many passes have had them checked on more than one, for the tests and the bench.
@@ -796,6 +803,353 @@ static PyObject *k_clean_records(PyObject *self, PyObject *args)
     return PyLong_FromLongLong(n);
 }
 
+/* ---- a whole small segment, as every lens of a check sees it ------------------------------------ */
+
+/* Producer sequence `delta` records after `base_seq`, wrapping at int32 max as Kafka does (format/batch.py). */
+static int64_t sequence_at(int64_t base_seq, int64_t delta)
+{
+    if (base_seq < 0)
+        return -1;
+    if (base_seq > INT32_MAX - delta)
+        return delta - (INT32_MAX - base_seq) - 1;
+    return base_seq + delta;
+}
+
+/* TimeIndexRunBounds, ProducerRunBounds and SegmentBounds, by field. */
+enum { ENTRY_IN_BATCH, TIME_IS_MAX, TIME_ENTRIES_INCREASING, TIME_BOUNDS };
+enum { EPOCHS_NOT_BACKWARDS, SEQUENCES_FOLLOW_ON, PRODUCER_BOUNDS };
+enum { SEG_BATCHES, SEG_FIRST_AT_BASE, SEG_OFFSET_INDEX, SEG_INDEX_LAST_WITHIN_LOG, SEG_TIME_INDEX, SEG_PRODUCERS,
+       SEG_RECORDS, SEGMENT_BOUNDS };
+
+/* The producers a segment summed up may hold: one with more is left to the producer lens. A handful is the
+ * rule in a small segment (each producer's batches in it are summed up as one span). */
+#define MAX_PRODUCERS 64
+
+/* One producer id's batches in the segment, as the producer lens keeps them (ProducerSpan, checks/producers.py):
+ * its first batch (epoch, position, base offset), its last epoch, and its first and last batches with
+ * sequences (epoch, base sequence, last sequence, base offset; epoch, last sequence, last offset). */
+struct span {
+    int64_t pid, first_position, first_offset, first_data[4], last_data[3];
+    int first_epoch, last_epoch, has_data;
+};
+
+/* A time index entry t, absolute: (timestamp, base + relative offset); -1 where the sum overflows an int64. */
+static inline int time_entry(const unsigned char *d, Py_ssize_t t, int64_t base, int64_t *ts, int64_t *offset)
+{
+    *ts = (int64_t)be64(d + 12 * t);
+    return __builtin_add_overflow(base, (int64_t)(int32_t)be32(d + 12 * t + 8), offset) ? -1 : 0;
+}
+
+/* Whether the file's last whole entry of `size` bytes is all zeros (a preallocated slot, which the index
+ * lenses report) where there are at least two: format/index.py's zero_tail_start. */
+static int zero_slot_at_end(const unsigned char *d, Py_ssize_t n, Py_ssize_t size)
+{
+    if (n < 2)
+        return 0;
+    for (Py_ssize_t i = (n - 1) * size; i < n * size; i++)
+        if (d[i])
+            return 0;
+    return 1;
+}
+
+/* What clean_segment sums up as it folds the batches in, and where it is in each index. */
+struct segment_sum {
+    int64_t base, first, last, first_ts, max_ts, epoch, run_start, tmax;
+    long long records;
+    Py_ssize_t batches, j, n, t, tn;
+    int producers;
+    struct span spans[MAX_PRODUCERS];
+    int has_pbl;
+    unsigned codecs;
+    unsigned long long magics;
+    PyObject *runs; /* [(leader epoch, first offset, last offset), ...] */
+};
+
+/* The epoch run that ends with the batch before (v0/v1's epoch -1 belongs to no run), as the segment lens
+ * closes it. 0, or -1 with a Python error. */
+static int close_run(struct segment_sum *s)
+{
+    if (s->epoch < 0 || s->batches == 0)
+        return 0;
+    PyObject *run = Py_BuildValue("(LLL)", (long long)s->epoch, (long long)s->run_start, (long long)s->last);
+    int failed = run == NULL || PyList_Append(s->runs, run) < 0;
+    Py_XDECREF(run);
+    return failed ? -1 : 0;
+}
+
+/* The bounds clean_segment holds a segment to, read. */
+struct segment_bounds {
+    struct plain_bounds batches;
+    int first_at_base, index[INDEX_BOUNDS], last_within, time[TIME_BOUNDS], producers[PRODUCER_BOUNDS];
+    int deep, records[RECORD_BOUNDS]; /* deep: every batch's records are counted, within `records` */
+};
+
+/* A producer's batch `h` folded into its span, as the producer lens feeds it: 1, or 0 where the lens would
+ * report something of it (its epoch going back, its sequences not following on) or it is one producer more
+ * than the sum holds. */
+static int fold_producer(struct segment_sum *s, const struct header *h, const int *bounds)
+{
+    struct span *span = s->spans;
+    while (span < s->spans + s->producers && span->pid != h->pid)
+        span++;
+    int64_t last_seq = sequence_at(h->seq, h->last - h->base);
+    int has_data = h->seq >= 0; /* a batch without sequences is compared by its epoch alone */
+    if (span == s->spans + s->producers) {
+        if (s->producers == MAX_PRODUCERS)
+            return 0;
+        s->producers++;
+        *span = (struct span){.pid = h->pid, .first_position = h->pos, .first_offset = h->base,
+                              .first_epoch = h->epoch, .last_epoch = h->epoch};
+    } else {
+        if (bounds[EPOCHS_NOT_BACKWARDS] && h->epoch < span->last_epoch)
+            return 0;
+        if (bounds[SEQUENCES_FOLLOW_ON] && h->epoch >= span->last_epoch && has_data && span->has_data &&
+            span->last_data[0] == h->epoch) {
+            int64_t expected = span->last_data[1] == INT32_MAX ? 0 : span->last_data[1] + 1;
+            if (h->seq != expected)
+                return 0;
+        }
+        span->last_epoch = h->epoch;
+    }
+    if (has_data) {
+        if (!span->has_data) {
+            span->first_data[0] = h->epoch, span->first_data[1] = h->seq, span->first_data[2] = last_seq;
+            span->first_data[3] = h->base;
+        }
+        span->last_data[0] = h->epoch, span->last_data[1] = last_seq, span->last_data[2] = h->last;
+        span->has_data = 1;
+    }
+    return 1;
+}
+
+/* The spans as the report keeps them: [(producer id, first epoch, first position, first offset, last epoch,
+ * first data or None, last data or None), ...] in the order the producers first came. */
+static PyObject *spans_of(const struct segment_sum *s)
+{
+    PyObject *out = PyList_New(s->producers);
+    for (int i = 0; out != NULL && i < s->producers; i++) {
+        const struct span *p = &s->spans[i];
+        PyObject *span = p->has_data ?
+            Py_BuildValue("(LiLLi(iLLL)(iLL))", (long long)p->pid, p->first_epoch, (long long)p->first_position,
+                          (long long)p->first_offset, p->last_epoch, (int)p->first_data[0],
+                          (long long)p->first_data[1], (long long)p->first_data[2], (long long)p->first_data[3],
+                          (int)p->last_data[0], (long long)p->last_data[1], (long long)p->last_data[2]) :
+            Py_BuildValue("(LiLLiOO)", (long long)p->pid, p->first_epoch, (long long)p->first_position,
+                          (long long)p->first_offset, p->last_epoch, Py_None, Py_None);
+        if (span == NULL)
+            Py_CLEAR(out);
+        else
+            PyList_SET_ITEM(out, i, span);
+    }
+    return out;
+}
+
+/* Batch `h` of `log` folded into the sum: 1 where it keeps within every bound, 0 where a lens would report
+ * something of it (or of an index entry it meets), -1 with a Python error. */
+static int fold_batch(struct segment_sum *s, const unsigned char *log, const struct header *h,
+                      const struct segment_bounds *b, const unsigned char *index, const unsigned char *times)
+{
+    const struct plain_bounds *pb = &b->batches;
+    const int *ib = b->index, *tb = b->time, *rb = b->records;
+    int codec = h->attributes & 0x07;
+    int64_t rel;
+    if (h->attributes & 0x30)
+        return 0; /* a transaction's batch or a marker: the transaction lenses keep state of it */
+    if (2 >= pb->magics || !(pb->codecs[2] >> codec & 1)) /* (frames' batches are all of magic 2) */
+        return 0;
+    if (h->pid >= 0 && !fold_producer(s, h, b->producers))
+        return 0;
+    if (b->deep) {
+        /* Every batch's records are held to `records`, even one whose times the record lens holds to no max:
+         * where one of them is past it the segment is declined, and where none is the lens finds nothing. */
+        long long n = codec != 0 ? -1 : /* records the reader decompresses first */
+            count_records(log + h->pos + V2_HEADER_SIZE, (Py_ssize_t)(h->size - V2_HEADER_SIZE), h->count, h->base,
+                          h->last, h->base_ts, h->max_ts, rb[OFFSETS_INCREASING], rb[OFFSETS_WITHIN_LAST],
+                          rb[TIMES_WITHIN_MAX], rb[COUNT_WITHIN_SPAN]);
+        if (n < 0)
+            return 0;
+        s->records += n;
+    }
+    if (s->batches == 0) {
+        if (b->first_at_base && h->base != s->base)
+            return 0;
+        s->first = h->base;
+        s->first_ts = h->base_ts;
+        s->max_ts = h->max_ts;
+    } else if (pb->increasing && (h->base <= s->last || h->last < h->base)) {
+        return 0;
+    }
+    if (__builtin_sub_overflow(h->last, s->base, &rel) || rel < 0 || rel > pb->max_relative)
+        return 0;
+    /* the offset index entries up to this batch's start, as index_run merges them */
+    for (; s->j < s->n; s->j++) {
+        int64_t offset, at;
+        if (index_entry(index, s->j, s->base, &offset, &at))
+            return 0;
+        if (at > h->pos)
+            break;
+        if ((ib[AT_BATCH_START] && at != h->pos) || (ib[AFTER_PREVIOUS_BATCH] && s->has_pbl && offset <= s->last) ||
+            (ib[WITHIN_BATCH] && offset < h->base))
+            return 0;
+        if (ib[ENTRIES_INCREASING] && s->j + 1 < s->n) {
+            int64_t next_offset, next_at;
+            if (index_entry(index, s->j + 1, s->base, &next_offset, &next_at) || next_offset <= offset ||
+                next_at <= at)
+                return 0;
+        }
+    }
+    /* the time index entries this batch's offsets reach, each the largest max timestamp so far */
+    int64_t ts = 0, offset = 0;
+    if (s->t < s->tn) {
+        if (time_entry(times, s->t, s->base, &ts, &offset))
+            return 0;
+    }
+    if (s->t < s->tn && offset <= h->last) {
+        if (h->max_ts > s->tmax)
+            s->tmax = h->max_ts;
+        while (s->t < s->tn) {
+            if (time_entry(times, s->t, s->base, &ts, &offset))
+                return 0;
+            if (offset > h->last)
+                break;
+            if ((tb[ENTRY_IN_BATCH] && offset < h->base) || (tb[TIME_IS_MAX] && ts != s->tmax))
+                return 0;
+            if (tb[TIME_ENTRIES_INCREASING] && s->t + 1 < s->tn) {
+                int64_t next_ts, next_offset;
+                if (time_entry(times, s->t + 1, s->base, &next_ts, &next_offset) || next_ts <= ts ||
+                    next_offset < offset)
+                    return 0;
+            }
+            s->t++;
+        }
+    } else if (h->max_ts > s->tmax) {
+        s->tmax = h->max_ts;
+    }
+    if (h->leader_epoch != s->epoch || s->batches == 0) {
+        if (close_run(s) < 0)
+            return -1;
+        s->epoch = h->leader_epoch;
+        s->run_start = h->base;
+    }
+    if (s->batches > 0 && h->max_ts > s->max_ts)
+        s->max_ts = h->max_ts;
+    s->codecs |= 1u << codec;
+    s->magics |= 1ull << 2;
+    s->last = h->last;
+    s->has_pbl = 1;
+    s->batches++;
+    return 1;
+}
+
+/* The format's own refusals of an index file: a partial entry, a relative offset below the base, a
+ * preallocated slot at the end (format/index.py: Kafka's sanity checks, zero_tail_start). */
+static int index_refused(const unsigned char *d, Py_ssize_t len, Py_ssize_t size, Py_ssize_t rel_at)
+{
+    Py_ssize_t n = len / size;
+    if (len % size || zero_slot_at_end(d, n, size))
+        return 1;
+    return n > 0 && (int32_t)be32(d + (n - 1) * size + rel_at) < 0;
+}
+
+/* SegmentBounds, read (its records None: a shallow check's, which reads no record). */
+static int segment_bounds_of(PyObject *bounds, struct segment_bounds *b)
+{
+    if (declared(bounds, SEGMENT_BOUNDS, "SegmentBounds") < 0 ||
+        plain_bounds_of(PyTuple_GET_ITEM(bounds, SEG_BATCHES), &b->batches) < 0 ||
+        (b->first_at_base = PyObject_IsTrue(PyTuple_GET_ITEM(bounds, SEG_FIRST_AT_BASE))) < 0 ||
+        flags_of(PyTuple_GET_ITEM(bounds, SEG_OFFSET_INDEX), b->index, INDEX_BOUNDS, "IndexRunBounds") < 0 ||
+        (b->last_within = PyObject_IsTrue(PyTuple_GET_ITEM(bounds, SEG_INDEX_LAST_WITHIN_LOG))) < 0 ||
+        flags_of(PyTuple_GET_ITEM(bounds, SEG_TIME_INDEX), b->time, TIME_BOUNDS, "TimeIndexRunBounds") < 0 ||
+        flags_of(PyTuple_GET_ITEM(bounds, SEG_PRODUCERS), b->producers, PRODUCER_BOUNDS, "ProducerRunBounds") < 0)
+        return -1;
+    PyObject *records = PyTuple_GET_ITEM(bounds, SEG_RECORDS);
+    b->deep = records != Py_None;
+    return b->deep ? flags_of(records, b->records, RECORD_BOUNDS, "RecordRunBounds") : 0;
+}
+
+static PyObject *k_clean_segment(PyObject *self, PyObject *args)
+{
+    PyObject *log_obj, *index_obj, *time_obj, *bounds, *answer = NULL;
+    long long base;
+    struct segment_bounds sb;
+    if (!PyArg_ParseTuple(args, "OOOLO", &log_obj, &index_obj, &time_obj, &base, &bounds) ||
+        segment_bounds_of(bounds, &sb) < 0)
+        return NULL;
+    Py_buffer lb, ixb, tib;
+    if (PyObject_GetBuffer(log_obj, &lb, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(index_obj, &ixb, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&lb);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(time_obj, &tib, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&ixb);
+        PyBuffer_Release(&lb);
+        return NULL;
+    }
+    const unsigned char *index = ixb.buf, *times = tib.buf;
+    struct segment_sum s = {.base = base, .epoch = -1, .tmax = -1, .n = ixb.len / 8, .tn = tib.len / 12};
+    struct header *h = NULL;
+    int64_t first_ts, last_ts, unused;
+    if (lb.len == 0 || index_refused(index, ixb.len, 8, 0) || index_refused(times, tib.len, 12, 8))
+        goto decline;
+    if (s.tn > 0 && (time_entry(times, 0, base, &first_ts, &unused) ||
+                     time_entry(times, s.tn - 1, base, &last_ts, &unused) || last_ts < first_ts))
+        goto decline; /* TimeIndex.sanityCheck's */
+    /* on the heap: a pass's headers would take 80 KiB of a thread's stack */
+    h = PyMem_RawMalloc(HEADERS_PER_PASS * sizeof *h);
+    if (h == NULL || (s.runs = PyList_New(0)) == NULL) {
+        if (h == NULL)
+            PyErr_NoMemory();
+        goto fail;
+    }
+    Py_ssize_t pos = 0;
+    int more = 1;
+    while (more) {
+        int m;
+        Py_BEGIN_ALLOW_THREADS
+        m = valid_batches(lb.buf, &pos, lb.len, PY_SSIZE_T_MAX, h, &more);
+        Py_END_ALLOW_THREADS
+        for (int i = 0; i < m; i++) {
+            int kept = fold_batch(&s, lb.buf, &h[i], &sb, index, times);
+            if (kept < 0)
+                goto fail;
+            if (kept == 0)
+                goto decline;
+        }
+    }
+    if (pos != lb.len || s.j < s.n || s.t < s.tn)
+        goto decline; /* a stop the walker words, or entries past the log the index lenses report */
+    if (sb.last_within && s.n > 0) {
+        int64_t offset, at;
+        if (index_entry(index, s.n - 1, base, &offset, &at) || offset > s.last)
+            goto decline;
+    }
+    if (close_run(&s) < 0)
+        goto fail;
+    PyObject *records = sb.deep ? PyLong_FromLongLong(s.records) : Py_NewRef(Py_None);
+    PyObject *spans = records == NULL ? NULL : spans_of(&s);
+    if (spans == NULL) {
+        Py_XDECREF(records);
+        goto fail;
+    }
+    answer = Py_BuildValue("(nLLLLIKONN)", s.batches, (long long)s.first, (long long)s.last, (long long)s.first_ts,
+                           (long long)s.max_ts, s.codecs, s.magics, s.runs, records, spans);
+    goto done;
+decline:
+    answer = Py_NewRef(Py_None);
+    goto done;
+fail:
+    answer = NULL;
+done:
+    Py_XDECREF(s.runs);
+    PyMem_RawFree(h);
+    PyBuffer_Release(&tib);
+    PyBuffer_Release(&ixb);
+    PyBuffer_Release(&lb);
+    return answer;
+}
+
 /* ---- rendering ---------------------------------------------------------------------------------- */
 
 /* How a key or value is shown, by the built-in decoders (logtool/reads/decoders.py) the kernel knows:
@@ -1013,15 +1367,6 @@ static void put_json(struct out *o, const unsigned char *p, Py_ssize_t n, enum m
     }
     put(o, p + run, (size_t)(n - run));
     put(o, "\"", 1);
-}
-
-static int64_t sequence_at(int64_t base_seq, int64_t delta)
-{
-    if (base_seq < 0)
-        return -1;
-    if (base_seq > INT32_MAX - delta)
-        return delta - (INT32_MAX - base_seq) - 1;
-    return base_seq + delta;
 }
 
 /* What both renderers take: a batch's records and how to stamp them. */
@@ -1289,6 +1634,10 @@ static PyMethodDef kernel_methods[] = {
     {"index_run", k_index_run, METH_VARARGS,
      PyDoc_STR("index_run([BatchView, ...], index bytes, next entry, entries, segment base, previous batch's last "
                "offset or None, IndexRunBounds) -> (batches taken, next entry, previous batch's last offset)")},
+    {"clean_segment", k_clean_segment, METH_VARARGS,
+     PyDoc_STR("clean_segment(log bytes, index bytes, time index bytes, segment base, SegmentBounds) -> (batches, "
+               "first offset, last offset, first timestamp, max timestamp, codec bits, magic bits, [(leader epoch, "
+               "first offset, last offset), ...], records or None, [producer span, ...]) or None")},
     {"crc32c", k_crc32c, METH_O, PyDoc_STR("crc32c(data) -> int")},
     {"threads", k_threads, METH_VARARGS,
      PyDoc_STR("threads([n]) -> how many threads check a pass's CRCs at most (before n, when n is given)")},

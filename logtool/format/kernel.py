@@ -3,8 +3,9 @@
 The kernel answers the common case of the walker's and the deep check's questions (whole valid v2 batches;
 records that no check would report) and hands everything else to the pure-Python code, which stays the
 reference: findings are always worded by it. Where the kernel sums up a run of batches or records for a lens,
-the lens declares the bounds the run must keep to (`PlainRunBounds`, `IndexRunBounds`, `RecordRunBounds`) and
-the kernel reads them: it holds no rule of a lens's own, only the format's layout.
+the lens declares the bounds the run must keep to (`PlainRunBounds`, `IndexRunBounds`, `RecordRunBounds`;
+`SegmentBounds` gathers a check's lenses' for a whole segment) and the kernel reads them: it holds no
+rule of a lens's own, only the format's layout.
 
 `KERNEL` is the module as loaded, or None: `LOGTOOL_PURE=1` in the environment, or an install without a
 compiler (the extension is optional); `WHY_PURE` then says which. Code that runs on it asks `active()`, which
@@ -49,6 +50,58 @@ class IndexRunBounds(NamedTuple):
     increasing: bool  # the next entry's offset and position are both above its own
 
 
+class TimeIndexRunBounds(NamedTuple):
+    """What every time index entry the batches meet keeps to for `clean_segment` to take the segment, as the
+    time index lens (checks/index.py) declares it. The field order is the C's."""
+
+    entry_in_batch: bool  # the entry's offset is at or above the first offset of the batch that reaches it
+    time_is_max: bool  # its timestamp is the largest batch max timestamp up to that batch
+    increasing: bool  # the next entry's timestamp is above its own, its offset not below
+
+
+class ProducerRunBounds(NamedTuple):
+    """What every batch of an idempotent producer keeps to, after the producer's batch before it in the segment,
+    for `clean_segment` to take the segment, as the producer lens (checks/producers.py) declares it. The field
+    order is the C's."""
+
+    epochs_not_backwards: bool  # its producer epoch is at least the one before
+    sequences_follow_on: bool  # in the same epoch, its base sequence follows on the last sequence before
+
+
+class SegmentBounds(NamedTuple):
+    """What a whole segment keeps to for `clean_segment` to sum it up in one call: the declarations of the
+    lenses a check feeds, gathered by the segment lens (checks/segment.py). Outside any bound is something a
+    lens reports, so the kernel declines and the lenses walk the segment. The field order is the C's."""
+
+    batches: PlainRunBounds  # every batch, the first too
+    first_at_base: bool  # the first batch starts at the segment's base offset (the file name)
+    offset_index: IndexRunBounds  # every offset index entry
+    index_last_within_log: bool  # the last offset index entry names an offset at most the segment's last
+    time_index: TimeIndexRunBounds  # every time index entry
+    producers: ProducerRunBounds  # every batch of an idempotent producer (of no transaction: none is summed up)
+    # A deep check's: every record of every batch, uncompressed (None: a shallow check's, which reads none). A
+    # batch whose record times the record lens does not check is held to them too: the kernel declines it
+    # where one is past its max, and the lens then finds nothing there either.
+    records: RecordRunBounds | None
+
+
+class SegmentSummary(NamedTuple):
+    """`clean_segment`'s answer: what the lenses would have gathered of a segment in which they found nothing."""
+
+    batches: int
+    first_offset: int
+    last_offset: int
+    first_timestamp: int
+    max_timestamp: int
+    codecs: int  # a bit per codec id met
+    magics: int  # a bit per magic met
+    epoch_runs: list[tuple[int, int, int]]  # (leader epoch, first offset, last offset) of each run of batches
+    records: int | None  # how many records the batches hold (None: a shallow check's, which counts none)
+    # Each producer's batches as the producer lens keeps them (ProducerSpan, but for its transactions: none):
+    # (producer id, first epoch, first position, first offset, last epoch, first data, last data).
+    producers: list[tuple[int, int, int, int, int, tuple[int, int, int, int] | None, tuple[int, int, int] | None]]
+
+
 class RecordRunBounds(NamedTuple):
     """What every record of a v2 batch keeps to for `clean_records` to count the batch's records clean, as the
     record lens (checks/records.py) declares it: outside any bound is something the lens reports, so the
@@ -85,6 +138,10 @@ class Kernel(Protocol):
                   /) -> tuple[int, int, int, int] | None: ...
     def index_run(self, views: list[BatchView], index: Bytes, entry: int, entries: int, base: int,
                   prev_last: int | None, bounds: IndexRunBounds, /) -> tuple[int, int, int | None]: ...
+    def clean_segment(self, log: Bytes, index: Bytes, time_index: Bytes, base: int, bounds: SegmentBounds,
+                      /) -> tuple[int, int, int, int, int, int, int, list[tuple[int, int, int]], int | None,
+                                  list[tuple[int, int, int, int, int, tuple[int, int, int, int] | None,
+                                             tuple[int, int, int] | None]]] | None: ...
     def crc32c(self, data: Bytes, /) -> int: ...
     def threads(self, n: int = ..., /) -> int: ...
     def split_passes(self) -> int: ...
@@ -126,6 +183,18 @@ def clean_count(fast: Kernel, payload: Bytes, view: BatchView, checks: RecordRun
                                   view.max_timestamp, checks or DECODE_ONLY)
     except OverflowError:
         return -1
+
+
+def clean_segment(fast: Kernel, log: Bytes, index: Bytes, time_index: Bytes, base: int,
+                  bounds: SegmentBounds) -> SegmentSummary | None:
+    """The kernel `fast`'s summary of a whole segment (its .log, .index and .timeindex bytes) where nothing in
+    it is outside `bounds`; None where something is, or a base offset an int64 does not hold: the lenses
+    then walk it."""
+    try:
+        summary = fast.clean_segment(log, index, time_index, base, bounds)
+    except OverflowError:
+        return None
+    return SegmentSummary(*summary) if summary is not None else None
 
 
 @contextmanager

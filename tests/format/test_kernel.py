@@ -581,3 +581,159 @@ def test_the_kernel_holds_a_run_to_the_bounds_it_is_given(fast):
         fast.plain_run(views, 10, 9, 3, INDEX_RUN)
     with pytest.raises(TypeError, match="IndexRunBounds"):
         fast.index_run(views, index, 0, 2, 10, None, PLAIN_RUN)
+
+
+# ---- a whole segment in one call (clean_segment): a check's report the same both ways, deep and shallow -----
+
+def _generated_segment(tmp: Path, codec: str = "gzip", producer: int | None = None) -> Path:
+    """A segment of two leader epochs' batches, uncompressed and then of `codec` (and of an idempotent
+    `producer`, if any), an index entry for each batch but the first (and a time index entry with it)."""
+    from fixtures.generator import BatchSpec, Producer, build_batches, segment_file, write_partition
+
+    entries = build_batches(BatchSpec(batches=6, records_per_batch=3, value_bytes=(20, 40)), 0)
+    entries += build_batches(BatchSpec(batches=6, records_per_batch=10, value_bytes=(200, 300), codec=codec,
+                                       leader_epoch=3, producer=None if producer is None else Producer(producer, 2)),
+                             entries[-1].next_offset)
+    part = write_partition(tmp, f"whole-{codec}-{producer}", 0, entries, index_interval_bytes=0)
+    return segment_file(part.path, 0, ".log")
+
+
+def _segment_files(log: Path) -> dict[str, bytes]:
+    return {suffix: log.with_suffix(suffix).read_bytes() for suffix in (".log", ".index", ".timeindex")}
+
+
+def _checked_both_ways(tmp: Path, files: dict[str, bytes], base: int = 0) -> tuple[dict, dict, int]:
+    """The segment's reports, deep and shallow, on the kernel path and on the pure one, and how many of the two
+    checks the kernel summed up."""
+    for suffix, data in files.items():
+        (tmp / f"{base:020d}{suffix}").write_bytes(data)
+    log = tmp / f"{base:020d}.log"
+    summed = []
+    real = kernel.clean_segment
+
+    def watched(*args):
+        summary = real(*args)
+        summed.append(summary is not None)
+        return summary
+
+    def run() -> list[dict]:
+        reports = []
+        for deep in (False, True):
+            with Segment(log, base) as seg:
+                rep = check_segment(seg, active=True, deep=deep)
+            reports.append({**rep.to_dict(), "epoch_runs": rep.epoch_runs, "producers": rep.producers})
+        return reports
+
+    kernel.clean_segment = watched
+    try:
+        compiled = run()
+    finally:
+        kernel.clean_segment = real
+    with kernel.pure():
+        reference = run()
+    return compiled, reference, sum(summed)
+
+
+def test_a_clean_segment_is_summed_up_whole_as_the_lenses_walk_it(fast, tmp_path):
+    """Shallow, and deep but for its gzip batches (whose records the reader decompresses first)."""
+    files = _segment_files(_generated_segment(tmp_path))
+    compiled, reference, summed = _checked_both_ways(tmp_path, files)
+    assert summed == 1
+    assert compiled == reference
+    assert all(rep["findings"] == [] and len(rep["epoch_runs"]) == 2 for rep in reference)
+
+
+def test_an_uncompressed_segment_is_summed_up_deep(fast, tmp_path):
+    """... an idempotent producer's batches among its batches."""
+    case = tmp_path / "case"
+    case.mkdir()
+    compiled, reference, summed = _checked_both_ways(case, _segment_files(_generated_segment(tmp_path, "none", 7)))
+    assert summed == 2
+    assert compiled == reference
+    assert reference[1]["records"] == 78 and reference[0]["records"] is None
+    assert list(reference[0]["producers"]) == [7]
+
+
+def _batch_starts(data: bytes) -> list[int]:
+    """Where each entry of a log starts, as far as their lengths chain."""
+    starts, pos = [], 0
+    while pos + 61 <= len(data):
+        starts.append(pos)
+        pos += 12 + max(int.from_bytes(data[pos + 8 : pos + 12], "big", signed=True), 49)
+    return starts
+
+
+def _mutated(rng: random.Random, files: dict[str, bytes]) -> dict[str, bytes]:
+    """One to three random edits of the three files: bytes set, a file cut, zeros (preallocated slots) added, a
+    batch's header or first record edited and its CRC made right (what only the lenses' bounds catch)."""
+    files = dict(files)
+    for _ in range(rng.randint(1, 3)):
+        suffix = rng.choice([".log", ".log", ".index", ".timeindex", ".index", ".timeindex"])
+        data = bytearray(files[suffix])
+        edit = rng.randrange(5)
+        if edit == 4 and suffix == ".log" and (starts := _batch_starts(bytes(data))):
+            at = rng.choice(starts)
+            field = rng.choice([0, 7, 16, 22, 26, 34, 42, 50, 52, 56, 60, 61, 63, 64])  # offsets, times, ids, ...
+            data[at + field] = (data[at + field] + rng.choice([1, -1, 0x80])) % 256
+            end = at + 12 + int.from_bytes(data[at + 8 : at + 12], "big", signed=True)
+            if 21 < end <= len(data):
+                data[at + 17 : at + 21] = crc32c_package.crc32c(bytes(data[at + 21 : end])).to_bytes(4, "big")
+        elif edit == 0 and data:
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        elif edit == 1:
+            del data[rng.randrange(len(data) + 1):]
+        elif edit == 2:
+            data += bytes(rng.choice([8, 12, 24, 5]))
+        elif len(data) >= 12:  # an entry's field moved a little (a timestamp, a relative offset, a position)
+            at = rng.randrange(len(data) - 3) & ~3
+            value = int.from_bytes(data[at:at + 4], "big", signed=True) + rng.choice([-1, 1, 3, -2**31])
+            data[at:at + 4] = (value % 2**32).to_bytes(4, "big")
+        files[suffix] = bytes(data)
+    return files
+
+
+def _sources(tmp: Path) -> list[dict[str, bytes]]:
+    out = [_segment_files(_generated_segment(tmp, codec, producer)) for codec, producer in (("none", 7), ("gzip", None))]
+    for src in SOURCES:
+        out.append(_segment_files(src))
+    return out
+
+
+def mutated_segments_check_identically(tmp: Path, cases: int, seed: int) -> int:
+    """`cases` random edits of the sources' segments, each checked deep and shallow both ways (the ASan run of
+    the kernel calls this with thousands); returns how many checks the kernel summed up."""
+    rng, sources, summed = random.Random(seed), _sources(tmp / "sources"), 0
+    for i in range(cases):
+        case = tmp / str(i)
+        case.mkdir()
+        src = rng.randrange(len(sources))
+        files = _mutated(rng, sources[src])
+        compiled, reference, taken = _checked_both_ways(case, files, base=0 if src < 2 else int(SOURCES[src - 2].stem))
+        assert compiled == reference, (i, src)
+        summed += taken
+    return summed
+
+
+def test_mutated_segments_check_identically(fast, tmp_path):
+    assert mutated_segments_check_identically(tmp_path, 150, seed=30) > 0
+
+
+def test_clean_segment_holds_a_segment_to_the_bounds_it_is_given(fast, tmp_path):
+    """No bound of its own: what clean_segment takes moves with the declaration it is handed."""
+    from logtool.checks.segment import SEGMENT
+
+    files = _segment_files(_generated_segment(tmp_path))
+    log, index, times = files[".log"], files[".index"], files[".timeindex"]
+    summary = fast.clean_segment(log, index, times, 0, SEGMENT)
+    assert summary is not None and summary[0] == 12 and summary[7] == [(0, 0, 17), (3, 18, 77)]
+    assert fast.clean_segment(log, index, times, 1, SEGMENT) is None  # the first batch is below the name
+    assert fast.clean_segment(log, index, times, 1, SEGMENT._replace(first_at_base=False)) is None  # its entries move
+    no_gzip = SEGMENT._replace(batches=SEGMENT.batches._replace(codecs=(0b1,) * 3))
+    assert fast.clean_segment(log, index, times, 0, no_gzip) is None
+    assert fast.clean_segment(log, index + bytes(8), times, 0, SEGMENT) is None  # a preallocated slot
+    assert fast.clean_segment(log, index[:-1], times, 0, SEGMENT) is None  # a partial entry
+    assert fast.clean_segment(log, index[:-8], times[:-12], 0, SEGMENT) is not None  # fewer entries: fine
+    assert fast.clean_segment(log[:-1], index, times, 0, SEGMENT) is None  # a torn tail
+    assert fast.clean_segment(b"", b"", b"", 0, SEGMENT) is None
+    with pytest.raises(TypeError, match="SegmentBounds"):
+        fast.clean_segment(log, index, times, 0, SEGMENT.batches)

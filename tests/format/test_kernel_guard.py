@@ -1,11 +1,13 @@
-"""The kernel never takes what a lens would report. For every kind the segment lens and the offset index lens
-report batch by batch, and the record lens (the deep check) record by record (their declarations, `PER_BATCH`
-and `PER_RECORD`, held here to the catalog's kinds each lens names), a case built from batches kafka-python
-wrote, a few bytes edited: the kernel does not take the damaged batch, the kernel path reports exactly what
-the pure path does, the finding among it; and where a bound of the lens's declaration (`PLAIN_RUN`,
-`INDEX_RUN`, `RECORD_RUN`) is what makes the kernel decline, a kernel that ignored that bound would lose the
-finding. Every bound has such a case. A lens that comes to report a kind with no case here fails the suite;
-so does one that names a kind it does not declare, or a declaration that gains a bound no case shows."""
+"""The kernel never takes what a lens would report. For every kind the segment lens, the offset and time index
+lenses and the producer lens report batch by batch, and the record lens (the deep check) record by record
+(their declarations, `PER_BATCH`, `TIME_PER_BATCH` and `PER_RECORD`, held here to the catalog's kinds each lens
+names), a case built from batches kafka-python wrote, a few bytes edited: the kernel does not take the damaged batch (nor, in a
+shallow check, the segment that holds it), the kernel path reports exactly what the pure path does, deep and
+shallow, the finding among it; and where a bound of the lens's declaration (`PLAIN_RUN`, `INDEX_RUN`,
+`TIME_INDEX_RUN`, `PRODUCER_RUN`, `RECORD_RUN`) or of the whole segment's (`SEGMENT`, which gathers them) is what makes the
+kernel decline, a kernel that ignored that bound would lose the finding. Every bound has such a case. A lens
+that comes to report a kind with no case here fails the suite; so does one that names a kind it does not
+declare, or a declaration that gains a bound no case shows."""
 from __future__ import annotations
 
 import ast
@@ -16,7 +18,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from types import ModuleType
+from types import FunctionType, ModuleType
 from typing import NamedTuple
 
 import crc32c
@@ -35,9 +37,10 @@ from fixtures.generator import (
 )
 from logtool import findings
 from logtool.checks import index as index_lens
+from logtool.checks import producers as producer_lens
 from logtool.checks import records as records_lens
 from logtool.checks import segment as segment_lens
-from logtool.checks.segment import check_segment
+from logtool.checks.segment import DEEP_SEGMENT, check_segment
 from logtool.findings import (
     CONTROL_RECORD_INVALID,
     FIRST_OFFSET_ABOVE_NAME,
@@ -49,9 +52,13 @@ from logtool.findings import (
     OFFSET_DELTA_INVALID,
     OFFSET_NOT_INCREASING,
     OFFSET_OVERFLOW,
+    PRODUCER_EPOCH_BACKWARDS,
+    PRODUCER_SEQUENCE_DUPLICATE,
+    PRODUCER_SEQUENCE_GAP,
     RECORD_COUNT_MISMATCH,
     RECORDS_UNREADABLE,
     TIMESTAMP_ABOVE_MAX,
+    TIMEINDEX_WRONG_ENTRY,
     UNKNOWN_CODEC,
     UNKNOWN_MAGIC,
     Kind,
@@ -65,24 +72,33 @@ class Lens(NamedTuple):
     kinds: tuple[Kind, ...]  # the kinds it declares it reports as the batches come
     bounds: tuple  # its declaration of the bounds the kernel keeps to for it
     takes: str  # the kernel function that takes what the lens would otherwise read itself
-    named_in: tuple[type | ModuleType, ...]  # where it names its kinds: a class's methods or modules' functions
+    # where it names its kinds: a class's methods, modules' functions, or functions
+    named_in: tuple[type | ModuleType | FunctionType, ...]
 
 
 LENSES = {
     "segment": Lens(segment_lens.PER_BATCH, segment_lens.PLAIN_RUN, "plain_run", (segment_lens._BatchRules,)),
     "index": Lens(index_lens.PER_BATCH, index_lens.INDEX_RUN, "index_run", (index_lens.OffsetIndexCheck,)),
+    # The time index lens is summed up only with the whole segment it indexes, in a shallow check.
+    "time index": Lens(index_lens.TIME_PER_BATCH, index_lens.TIME_INDEX_RUN, "clean_segment",
+                       (index_lens.TimeIndexCheck,)),
+    # ... and so is the producer lens, whose feed names its kinds through `follows`.
+    "producers": Lens(producer_lens.PER_BATCH, producer_lens.PRODUCER_RUN, "clean_segment",
+                      (producer_lens.ProducerCheck, producer_lens.follows)),
     # check_records reports the kinds it names and those of the RecordErrors the reader raises.
     "records": Lens(records_lens.PER_RECORD, records_lens.RECORD_RUN, "clean_records", (records_lens, reader)),
 }
 NOT_PER_BATCH = ("__init__", "finish")  # a lens class's methods that run once, before or after the batches
 
 
-def _named_kinds(where: type | ModuleType) -> set[str]:
-    """The catalog's kinds named in a lens class's methods that run batch by batch, or in a module's
-    functions."""
+def _named_kinds(where: type | ModuleType | FunctionType) -> set[str]:
+    """The catalog's kinds named in a lens class's methods that run batch by batch, in a module's functions,
+    or in a function."""
     kinds = {name for name, value in vars(findings).items() if isinstance(value, Kind)}
     tree = ast.parse(inspect.getsource(where))
-    if isinstance(where, type):
+    if isinstance(where, FunctionType):
+        functions = [f for f in tree.body if isinstance(f, ast.FunctionDef)]
+    elif isinstance(where, type):
         body = tree.body[0]
         assert isinstance(body, ast.ClassDef)
         functions = [f for f in body.body if isinstance(f, ast.FunctionDef) and f.name not in NOT_PER_BATCH]
@@ -255,6 +271,59 @@ def _entry_not_above_the_next(tmp: Path) -> tuple[Path, int]:
     return log, h[MIDDLE].position
 
 
+def _time_entry(log: Path, i: int, timestamp: int | None = None, offset: int | None = None) -> None:
+    """Time index entry i (it names batch i + 1) made to say another timestamp or offset."""
+    times = log.with_suffix(".timeindex")
+    if timestamp is not None:
+        _edit(times, 12 * i, _i64(timestamp))
+    if offset is not None:
+        _edit(times, 12 * i + 8, _i32(offset - int(log.stem)))
+
+
+def _time_entry_in_no_batch(tmp: Path) -> tuple[Path, int]:
+    log, h = _written(tmp, replace(V2, gaps={MIDDLE: 5}))  # offsets a compaction removed
+    _time_entry(log, MIDDLE - 1, offset=h[MIDDLE].offset - 1)
+    return log, h[MIDDLE].position
+
+
+def _time_not_the_max(tmp: Path) -> tuple[Path, int]:
+    log, h = _written(tmp, V2)
+    _time_entry(log, MIDDLE - 1, timestamp=h[MIDDLE].max_timestamp + 1)
+    return log, h[MIDDLE].position
+
+
+def _time_entry_repeated(tmp: Path) -> tuple[Path, int]:
+    log, h = _written(tmp, V2)
+    _time_entry(log, MIDDLE - 1, timestamp=h[MIDDLE - 1].max_timestamp, offset=h[MIDDLE - 1].last_offset)
+    return log, h[MIDDLE - 1].position
+
+
+def _last_entry_past_the_log(tmp: Path) -> tuple[Path, int]:
+    log, h = _written(tmp, V2)
+    _entry(log, len(h) - 2, offset=h[-1].last_offset + 1)
+    return log, h[-1].position
+
+
+def _producer_edit(tmp: Path, at: int, value: bytes) -> tuple[Path, int]:
+    """An idempotent producer's batches, the middle one's header edited `at` bytes in (its CRC made right)."""
+    log, h = _written(tmp, replace(V2, producer=Producer(7, producer_epoch=3)))
+    _edit(log, h[MIDDLE].position + at, value)
+    _v2_crc(log, h[MIDDLE])
+    return log, h[MIDDLE].position
+
+
+def _producer_epoch_back(tmp: Path) -> tuple[Path, int]:
+    return _producer_edit(tmp, 51, (2).to_bytes(2, "big"))  # producerEpoch: one below the batch before's
+
+
+def _sequence_ahead(tmp: Path) -> tuple[Path, int]:
+    return _producer_edit(tmp, 53, _i32(MIDDLE * V2.records_per_batch + 1))  # baseSequence: one past the next
+
+
+def _sequence_again(tmp: Path) -> tuple[Path, int]:
+    return _producer_edit(tmp, 53, _i32(MIDDLE * V2.records_per_batch - 1))  # baseSequence: the last one again
+
+
 # The record lens's cases: a v2 batch's records (V2's: three, at offset deltas 0, 1, 2 and 10 ms apart, the
 # batch's max timestamp the last one's), or the inner messages of a legacy wrapper, or a transaction marker.
 
@@ -413,6 +482,16 @@ CASES: dict[str, dict[Kind, dict[str, Case]]] = {
                                "below its batch": Case(_entry_below_its_batch, "within_batch")},
         INDEX_NOT_INCREASING: {"as far as the next": Case(_entry_not_above_the_next, "increasing")},
     },
+    "time index": {
+        TIMEINDEX_WRONG_ENTRY: {"in no batch": Case(_time_entry_in_no_batch, "entry_in_batch"),
+                                "not the max": Case(_time_not_the_max, "time_is_max"),
+                                "repeated": Case(_time_entry_repeated, "increasing")},
+    },
+    "producers": {
+        PRODUCER_EPOCH_BACKWARDS: {"epoch one down": Case(_producer_epoch_back, "epochs_not_backwards")},
+        PRODUCER_SEQUENCE_GAP: {"sequence one ahead": Case(_sequence_ahead, "sequences_follow_on")},
+        PRODUCER_SEQUENCE_DUPLICATE: {"sequence again": Case(_sequence_again, "sequences_follow_on")},
+    },
     "records": {
         OFFSET_DELTA_INVALID: {"offset repeated": Case(_offset_repeated, "offsets_increasing"),
                                "offset past the last": Case(_offset_past_the_last, "offsets_within_last")},
@@ -428,6 +507,12 @@ CASES: dict[str, dict[Kind, dict[str, Case]]] = {
                                                                      None)},
         CONTROL_RECORD_INVALID: {"marker's second record": Case(_marker_second_record, None)},
     },
+}
+
+# The bounds the whole segment's declaration (SEGMENT) adds to the lenses' it gathers: a case of each, shallow.
+WHOLE_SEGMENT: dict[str, tuple[Kind, Callable[[Path], tuple[Path, int]]]] = {
+    "first_at_base": (FIRST_OFFSET_ABOVE_NAME, _first_above_name),
+    "index_last_within_log": (INDEX_WRONG_POSITION, _last_entry_past_the_log),
 }
 
 # Every declared kind of each lens with each of its cases; a kind without one is a case of None, which fails.
@@ -446,59 +531,98 @@ def test_every_bound_of_a_declaration_has_a_case():
     for lens, spec in LENSES.items():
         bounds = {case.bound for cases in CASES[lens].values() for case in cases.values()} - {None}
         assert bounds == set(spec.bounds._fields), lens
+    gathered = {_GATHERED_AS[lens]: spec.bounds for lens, spec in LENSES.items()}
+    assert {field: getattr(DEEP_SEGMENT, field) for field in gathered} == gathered
+    assert segment_lens.SEGMENT == DEEP_SEGMENT._replace(records=None)  # a shallow check reads no record
+    assert set(WHOLE_SEGMENT) == set(segment_lens.SEGMENT._fields) - set(gathered)
+
+
+# The field of SEGMENT that holds each lens's declaration: a kernel that ignores a bound of it ignores it in the
+# whole segment's too.
+_GATHERED_AS = {"segment": "batches", "index": "offset_index", "time index": "time_index", "producers": "producers",
+                "records": "records"}
 
 
 class _Watch:
-    """The kernel, noting the batches each of plain_run and index_run took (their positions) and those whose
-    records clean_records counted clean (their base offsets); with `relax` (a kernel function and a field), a
-    kernel that ignores that one bound of the declaration that function is handed."""
+    """The kernel, noting the batches each of plain_run and index_run took (their positions), those whose
+    records clean_records counted clean (their base offsets) and the segments clean_segment summed up (their
+    base offsets, and whether deep); with `relax` (a lens and a field of its declaration; or "whole" and a
+    field of SEGMENT's own), a kernel that ignores that one bound, wherever it is handed it."""
 
     def __init__(self, real: kernel.Kernel, relax: tuple[str, str] | None = None) -> None:
         self.real, self.relax = real, relax
-        self.took: dict[str, set[int]] = {spec.takes: set() for spec in LENSES.values()}
+        self.took: dict[str, set[int]] = {spec.takes: set() for spec in LENSES.values()} | {"clean_segment": set()}
         self.calls = 0
 
     def __getattr__(self, name):
         return getattr(self.real, name)
 
-    def _bounds(self, takes: str, bounds):
-        if self.relax is None or self.relax[0] != takes:
+    def _bounds(self, lens: str, bounds):
+        if self.relax is None or self.relax[0] != lens:
             return bounds
         field = self.relax[1]
         loose = (0xFF,) * 64 if field == "codecs" else 2**63 - 1 if field == "max_relative_offset" else False
         return bounds._replace(**{field: loose})
 
+    def _segment_bounds(self, bounds):
+        bounds = self._bounds("whole", bounds)
+        return bounds._replace(**{field: self._bounds(lens, getattr(bounds, field))
+                                  for lens, field in _GATHERED_AS.items() if getattr(bounds, field) is not None})
+
+    def clean_segment(self, log, index, time_index, base, bounds):
+        self.calls += 1
+        summary = self.real.clean_segment(log, index, time_index, base, self._segment_bounds(bounds))
+        if summary is not None:
+            self.took["clean_segment"].add((base, bounds.records is not None))
+        return summary
+
     def plain_run(self, views, base, prev_last, epoch, bounds):
         self.calls += 1
-        summary = self.real.plain_run(views, base, prev_last, epoch, self._bounds("plain_run", bounds))
+        summary = self.real.plain_run(views, base, prev_last, epoch, self._bounds("segment", bounds))
         if summary is not None:
             self.took["plain_run"].update(v.position for v in views)
         return summary
 
     def index_run(self, views, index, entry, entries, base, prev_last, bounds):
         self.calls += 1
-        answer = self.real.index_run(views, index, entry, entries, base, prev_last, self._bounds("index_run", bounds))
+        answer = self.real.index_run(views, index, entry, entries, base, prev_last, self._bounds("index", bounds))
         self.took["index_run"].update(v.position for v in views[: answer[0]])
         return answer
 
     def clean_records(self, payload, count, base, last, base_ts, max_ts, bounds):
         self.calls += 1
-        n = self.real.clean_records(payload, count, base, last, base_ts, max_ts, self._bounds("clean_records", bounds))
+        n = self.real.clean_records(payload, count, base, last, base_ts, max_ts, self._bounds("records", bounds))
         if n >= 0:
             self.took["clean_records"].add(base)
         return n
 
     def taken(self, lens: str, log: Path, position: int) -> bool:
-        """Whether the kernel took the batch at `position` for the lens."""
+        """Whether the kernel took the batch at `position` for the lens: by the lens's own function, or with the
+        whole segment in a check that feeds the lens (a deep one, for the record lens)."""
         takes = LENSES[lens].takes
-        key = int.from_bytes(log.read_bytes()[position : position + 8], "big", signed=True) \
-            if takes == "clean_records" else position
-        return key in self.took[takes]
+        if takes == "clean_records":
+            base = int.from_bytes(log.read_bytes()[position : position + 8], "big", signed=True)
+            return base in self.took[takes] or self.summed_up(log, deep=True)
+        whole = self.summed_up(log, deep=True) or self.summed_up(log, deep=False)
+        return whole or takes != "clean_segment" and position in self.took[takes]
+
+    def summed_up(self, log: Path, deep: bool) -> bool:
+        """Whether the kernel summed up the whole segment in a deep check, or in a shallow one."""
+        return (int(log.stem), deep) in self.took["clean_segment"]
 
 
 def _report(log: Path) -> dict:
-    with Segment(log, int(log.stem)) as seg:
-        return check_segment(seg, active=False, deep=True).to_dict()
+    """The segment checked deep and shallow (the shallow check is where the kernel may take it whole)."""
+    reports = {}
+    for deep in (True, False):
+        with Segment(log, int(log.stem)) as seg:
+            rep = check_segment(seg, active=False, deep=deep)
+            reports[deep] = {**rep.to_dict(), "epoch_runs": rep.epoch_runs, "producers": rep.producers}
+    return reports
+
+
+def _findings(reports: dict) -> set[str]:
+    return {f["name"] for rep in reports.values() for f in rep["findings"]}
 
 
 def _both_ways(monkeypatch, log: Path, watch: _Watch) -> tuple[dict, dict]:
@@ -518,7 +642,9 @@ def test_the_kernel_declines_what_the_lens_reports(fast, tmp_path, monkeypatch, 
     watch = _Watch(fast)
     compiled, reference = _both_ways(monkeypatch, log, watch)
     assert compiled == reference
-    assert kind.name in [f["name"] for f in compiled["findings"]]
+    assert kind.name in [f["name"] for f in compiled[True]["findings"]]
+    if lens != "records":  # (a shallow check decodes no record)
+        assert kind.name in [f["name"] for f in compiled[False]["findings"]]
     assert not watch.taken(lens, log, damaged)
     assert watch.calls, "the kernel was not asked: the case shows nothing of it"
 
@@ -532,8 +658,34 @@ BOUNDED = [(lens, kind, case) for lens, kind, case in GUARDED
 def test_a_kernel_that_forgot_the_bound_would_be_caught(fast, tmp_path, monkeypatch, lens, kind, case):
     """The cases are not vacuous: each bound is what keeps the kernel from its case's batch."""
     log, damaged = CASES[lens][kind][case].build(tmp_path)
-    watch = _Watch(fast, relax=(LENSES[lens].takes, CASES[lens][kind][case].bound))
+    watch = _Watch(fast, relax=(lens, CASES[lens][kind][case].bound))
     compiled, reference = _both_ways(monkeypatch, log, watch)
-    assert kind.name in [f["name"] for f in reference["findings"]]
+    assert kind.name in _findings(reference)
     assert watch.taken(lens, log, damaged)
     assert compiled != reference
+
+
+@pytest.mark.parametrize("bound", WHOLE_SEGMENT)
+def test_the_whole_segment_s_own_bounds_guard_a_finding(fast, tmp_path, monkeypatch, bound):
+    """Each bound SEGMENT adds: the kernel declines the segment by it, and would lose the finding without it."""
+    kind, build = WHOLE_SEGMENT[bound]
+    log, _ = build(tmp_path)
+    watch = _Watch(fast)
+    compiled, reference = _both_ways(monkeypatch, log, watch)
+    assert compiled == reference
+    assert kind.name in [f["name"] for f in compiled[False]["findings"]]
+    assert not watch.summed_up(log, deep=False) and not watch.summed_up(log, deep=True)
+    loose = _Watch(fast, relax=("whole", bound))
+    compiled, reference = _both_ways(monkeypatch, log, loose)
+    assert loose.summed_up(log, deep=False) and loose.summed_up(log, deep=True)
+    assert kind.name not in _findings(compiled)
+
+
+def test_an_undamaged_case_is_summed_up_whole(fast, tmp_path, monkeypatch):
+    """The cases' segments before their edit: the shallow check takes them whole, so each case's decline is
+    the edit's doing."""
+    log, _ = _written(tmp_path, V2)
+    watch = _Watch(fast)
+    compiled, reference = _both_ways(monkeypatch, log, watch)
+    assert compiled == reference
+    assert watch.summed_up(log, deep=False) and watch.summed_up(log, deep=True)
