@@ -140,7 +140,8 @@ class Sink:
     def __init__(self, file: str | None = None) -> None:
         self.file = file
         self.findings: list[Finding] = []
-        self._counts: dict[tuple[str, str | None], int] = {}
+        # per (kind, file) with a cap: how many were added, and the batch the first was found at
+        self._counts: dict[tuple[str, str | None], tuple[int, int]] = {}
         self.walked = _Walked()
 
     def add(self, kind: Kind | str, message: str, position: int | None = None, offset: int | None = None,
@@ -151,8 +152,9 @@ class Sink:
         file = file if file is not None else self.file
         if kind.cap is not None:
             key = (name, file)
-            n = self._counts[key] = self._counts.get(key, 0) + 1
-            if n > kind.cap:
+            n, first_at = self._counts.get(key, (0, self.walked.at))
+            self._counts[key] = (n + 1, first_at)
+            if n >= kind.cap:
                 return
         self.append(Finding(kind, message, file, position, offset))
 
@@ -172,7 +174,10 @@ class Sink:
         if len(tags) > 1 and tags != sorted(tags):  # (most walks report nothing: no sort for them)
             order = sorted(range(len(self.findings)), key=tags.__getitem__)
             self.findings[:] = [self.findings[i] for i in order]
-        for (name, file), n in self._counts.items():
+        # The lines counting what was left out follow the findings, in the order of the batches each kind was
+        # first found at (as the findings are: not the order the lenses happened to count them in).
+        counted = sorted(self._counts.items(), key=lambda kv: kv[1][1]) if len(self._counts) > 1 else self._counts.items()
+        for (name, file), (n, _) in counted:
             kind = BY_NAME[name]
             cap = kind.cap  # never None here: `add` counts only the kinds that have one
             if cap is not None and n > cap:

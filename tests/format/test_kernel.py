@@ -737,3 +737,18 @@ def test_clean_segment_holds_a_segment_to_the_bounds_it_is_given(fast, tmp_path)
     assert fast.clean_segment(b"", b"", b"", 0, SEGMENT) is None
     with pytest.raises(TypeError, match="SegmentBounds"):
         fast.clean_segment(log, index, times, 0, SEGMENT.batches)
+
+
+def test_the_lines_counting_what_a_cap_left_out_come_in_batch_order_on_both_paths(fast, tmp_path):
+    """Case 3688 of the mutation run of seed 11: two capped kinds, counted in one order by lenses fed a run of
+    batches at once (the kernel's) and in the other by lenses fed one batch after another; their "... and N
+    more" lines follow the batches each kind was first found at, on both paths."""
+    rng, sources = random.Random(11), _sources(tmp_path / "sources")
+    for _ in range(3689):
+        src = rng.randrange(len(sources))
+        files = _mutated(rng, sources[src])
+    case = tmp_path / "case"
+    case.mkdir()
+    compiled, reference, _ = _checked_both_ways(case, files, base=0 if src < 2 else int(SOURCES[src - 2].stem))
+    assert compiled == reference
+    assert sum(1 for f in reference[0]["findings"] if f["message"].startswith("... and ")) >= 2
