@@ -204,8 +204,7 @@ class Replay:
         return {"path": str(self.source.path),
                 "metadata_dir": str(self.source.directory) if self.source.directory is not None else None,
                 "position": self.position(), "quorum": self.quorum.to_dict(), "state": self.state.to_dict(),
-                "records": {"from_snapshot": self.snapshot_records, "from_log": self.log_records,
-                            "by_type": dict(sorted(self.by_type.items()))},
+                "records": self._records(),
                 "open_transaction": self.open_transaction,
                 "problems": [p.to_dict() for p in self.problems], "notes": self.notes,
                 "exit_code": self.exit_code()}
@@ -231,13 +230,13 @@ class Replay:
         yield from problem_rows(self.problems)
 
     def summary(self) -> dict[str, Any]:
-        s = self.state.to_dict()
         return {"path": str(self.source.path), "position": self.position(), "quorum": self.quorum.to_dict(),
-                "zk_migration_state": s["zk_migration_state"], "producer_ids": s["producer_ids"],
-                "counts": s["counts"],
-                "records": {"from_snapshot": self.snapshot_records, "from_log": self.log_records,
-                            "by_type": dict(sorted(self.by_type.items()))},
-                "open_transaction": self.open_transaction, "notes": self.notes}
+                **self.state.facts(), "records": self._records(), "open_transaction": self.open_transaction,
+                "notes": self.notes}
+
+    def _records(self) -> dict[str, Any]:
+        return {"from_snapshot": self.snapshot_records, "from_log": self.log_records,
+                "by_type": dict(sorted(self.by_type.items()))}
 
     def stderr_lines(self) -> list[str]:
         return []  # what kept the state from being whole is part of the result: its problems

@@ -457,16 +457,23 @@ class ClusterState:
         configs = [{"resource_type": RESOURCE_TYPES.get(rt, str(rt)), "resource_name": rn,
                     "configs": dict(sorted(v.items())), "changed": self.configs_at[(rt, rn)].to_dict()}
                    for (rt, rn), v in sorted(self.configs.items()) if rt != TOPIC_RESOURCE or rn not in self.topic_ids]
+        facts = self.facts()
+        return {"metadata_version": mv, "features": features, "zk_migration_state": facts["zk_migration_state"],
+                "brokers": [b.to_dict() for _, b in sorted(self.brokers.items())],
+                "controllers": [c.to_dict() for _, c in sorted(self.controllers.items())],
+                "topics": topics, "configs": configs, "producer_ids": facts["producer_ids"],
+                "counts": facts["counts"]}
+
+    def facts(self) -> dict[str, Any]:
+        """What the state says in a few words (its summary's): the ZooKeeper migration's state, the next
+        producer id, and how many of each item it holds; without the items themselves."""
         pids = None
         if self.producer_ids is not None:
             nxt, at = self.producer_ids
             pids = {"next_producer_id": nxt, "changed": at.to_dict()}
-        return {"metadata_version": mv, "features": features,
-                "zk_migration_state": None if self.zk_migration_state is None else
+        return {"zk_migration_state": None if self.zk_migration_state is None else
                 ZK_MIGRATION_STATES.get(self.zk_migration_state, str(self.zk_migration_state)),
-                "brokers": [b.to_dict() for _, b in sorted(self.brokers.items())],
-                "controllers": [c.to_dict() for _, c in sorted(self.controllers.items())],
-                "topics": topics, "configs": configs, "producer_ids": pids,
+                "producer_ids": pids,
                 "counts": {"brokers": len(self.brokers), "controllers": len(self.controllers),
                            "topics": len(self.topics), "partitions": self.partition_count(), "acls": len(self.acls),
                            "client_quota_entities": len(self.client_quotas),
