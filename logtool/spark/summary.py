@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,7 +113,6 @@ class Tally:
 
     def summary(self, fail_on: Severity) -> dict:
         severity = {str(s): sum(n for (_, _, sev), n in self.by_code.items() if sev == str(s)) for s in Severity}
-        worst = max((s for s in Severity if severity[str(s)]), default=None)
         return {
             "partitions": self.partitions, "segments": self.segments, "bytes": self.bytes, "batches": self.batches,
             "records": self.records, "errors": severity["error"], "warnings": severity["warning"],
@@ -127,7 +126,7 @@ class Tally:
             "damage_by_day": [{"day": day, "partitions": n} for day, n in sorted(self.damage_days.items())],
             "not_audited": [{"host": host, "count": n} for host, n in sorted(self.not_audited.items())],
             "operational_error": self.operational,
-            "exit_code": fsck_code(self.operational, worst, fail_on),
+            "exit_code": _exit_code(lambda s: severity[str(s)], self.operational, fail_on),
         }
 
 
@@ -165,6 +164,16 @@ def _breakdown(key: str, findings: Counter, damaged: Counter) -> list[dict]:
     return sorted(rows, key=lambda r: (-r["errors"], -r["warnings"], -r["damaged_bytes"], -r["infos"], r[key]))
 
 
+def _exit_code(findings: Callable[[Severity], int], operational: bool, fail_on: Severity) -> int:
+    """verify's exit code for a fleet, from how many findings it has of each severity."""
+    return fsck_code(operational, max((s for s in Severity if findings(s)), default=None), fail_on)
+
+
+# The summary's breakdowns: each a list of rows, a JSON Lines row each of this type.
+_BREAKDOWNS = (("code", "by_code"), ("worst_partition", "worst_partitions"), ("broker", "by_broker"),
+               ("host", "by_host"), ("topic", "by_topic"), ("not_audited", "not_audited"))
+
+
 @dataclass(slots=True, frozen=True)
 class Audited:
     """An audit's outcome: the summary it wrote (DIR/summary.json), with verify's exit codes."""
@@ -173,9 +182,7 @@ class Audited:
 
     def exit_code(self, fail_on: Severity = Severity.WARNING) -> int:
         d = self.doc
-        worst = Severity.ERROR if d["errors"] else Severity.WARNING if d["warnings"] else \
-            Severity.INFO if d["infos"] else None
-        return fsck_code(d["operational_error"], worst, fail_on)
+        return _exit_code(lambda s: d[f"{s}s"], d["operational_error"], fail_on)
 
     def to_dict(self) -> dict[str, Any]:
         return self.doc
@@ -184,15 +191,14 @@ class Audited:
         """The breakdowns, a row each: findings by code, the worst partitions, brokers, hosts, topics, the
         first divergences, the PATHs not audited by host."""
         d = self.doc
-        for kind, key in (("code", "by_code"), ("worst_partition", "worst_partitions"), ("broker", "by_broker"),
-                          ("host", "by_host"), ("topic", "by_topic"), ("not_audited", "not_audited")):
+        for kind, key in _BREAKDOWNS:
             yield from ({"type": kind, **row} for row in d[key])
         if d["divergence"] is not None:
             yield from ({"type": "divergence", **row} for row in d["divergence"]["first"])
 
     def summary(self) -> dict[str, Any]:
-        breakdowns = {"by_code", "worst_partitions", "by_broker", "by_host", "by_topic", "not_audited", "exit_code"}
-        return {k: v for k, v in self.doc.items() if k not in breakdowns}
+        left_out = {key for _, key in _BREAKDOWNS} | {"exit_code"}  # (emit adds the result's own)
+        return {k: v for k, v in self.doc.items() if k not in left_out}
 
     def stderr_lines(self) -> list[str]:
         """The operational error, named where a script's log shows it."""
