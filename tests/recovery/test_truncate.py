@@ -218,12 +218,17 @@ def test_apply_keeps_what_kafka_keeps_and_restore_gives_back_every_byte(case, sp
     assert tree(pdir) == s.originals
 
 
-@pytest.mark.slow
-def test_restore_refuses_files_changed_since_the_repair_unless_forced(spec, tmp_path):
+def repaired_torn_tail(spec, tmp_path):
+    """A copy of corrupt-torn-tail repaired: (its spec, the partition dir, the quarantine run)."""
     s = spec("corrupt-torn-tail")
     pdir, q = fresh(s, tmp_path), tmp_path / "q"
     assert apply(pdir, q).returncode == EXIT_REPAIRED
-    run = the_run(q)
+    return s, pdir, the_run(q)
+
+
+@pytest.mark.slow
+def test_restore_refuses_files_changed_since_the_repair_unless_forced(spec, tmp_path):
+    s, pdir, run = repaired_torn_tail(spec, tmp_path)
     changed = [n for n, e in ((e["name"], e) for e in manifest(run)["entries"]) if e["action"] in ("truncated", "replaced")]
     assert {"00000000000000000457.log", "00000000000000000457.timeindex"} <= set(changed)
     for n in ("00000000000000000457.log", "00000000000000000457.timeindex"):
@@ -240,10 +245,7 @@ def test_restore_refuses_files_changed_since_the_repair_unless_forced(spec, tmp_
 
 
 def test_restore_in_json_names_each_file_put_back_and_a_second_restore_does_nothing(spec, tmp_path):
-    s = spec("corrupt-torn-tail")
-    pdir, q = fresh(s, tmp_path), tmp_path / "q"
-    assert apply(pdir, q).returncode == EXIT_REPAIRED
-    run = the_run(q)
+    s, pdir, run = repaired_torn_tail(spec, tmp_path)
     r = logtool("restore", "--format", "json", run)
     assert r.returncode == EXIT_CLEAN, r.stderr
     doc = json.loads(r.stdout)
@@ -385,10 +387,7 @@ def test_apply_refuses_while_the_log_dir_is_locked(how, spec, tmp_path):
 
 @pytest.mark.slow
 def test_restore_refuses_while_the_log_dir_is_locked(spec, tmp_path):
-    s = spec("corrupt-torn-tail")
-    pdir, q = fresh(s, tmp_path), tmp_path / "q"
-    assert apply(pdir, q).returncode == EXIT_REPAIRED
-    run = the_run(q)
+    s, pdir, run = repaired_torn_tail(spec, tmp_path)
     repaired, run_before = tree(pdir), deep_tree(run)
     with lock_held(pdir.parent, "lockf"):
         r = logtool("restore", run)
