@@ -15,7 +15,8 @@ from pathlib import Path
 
 from logtool.checks.engine import Report
 from logtool.checks.partition import PartitionReport
-from logtool.findings import CLEAN_SHUTDOWN_WITH_DAMAGE, RECOVERY_SKIPS_DAMAGE, UNREADABLE, AtStart, Finding, Severity
+from logtool.findings import (CLEAN_SHUTDOWN_WITH_DAMAGE, NOT_AUDITED, RECOVERY_SKIPS_DAMAGE, UNREADABLE, AtStart,
+                              Finding, Severity)
 from logtool.store.partition import Partition
 
 if TYPE_CHECKING:
@@ -177,7 +178,10 @@ def judge(p: PartitionReport, directory: Path | None = None, unreachable: str | 
     findings = list(p.all_findings())
     judged = Judged(p.path, [Blocker(f, p.path, f.kind.at_start) for f in findings if f.kind.at_start is not None],
                     [f for f in findings if f.name in _SKIPS_RECOVERY])
-    if any(f.kind is UNREADABLE for f in findings):  # a plan blind to a file would say nothing true
+    not_read = next((f for f in findings if f.kind is NOT_AUDITED), None)
+    if not_read is not None:  # an audit's lost host: nothing was read, so nothing is known, not "loses nothing"
+        judged.not_worked_out = NotWorkedOut(p.path, not_read.message)
+    elif any(f.kind is UNREADABLE for f in findings):  # a plan blind to a file would say nothing true
         judged.not_worked_out = NotWorkedOut(p.path, _UNREADABLE)
     elif any(f.kind.cuts for f in findings):  # else recovery loses nothing here
         directory = directory or Path(p.path)

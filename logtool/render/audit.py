@@ -18,7 +18,7 @@ def _per_second(rate: float) -> str:
 
 def _verdicts(out: Screen, v: dict) -> None:
     """The fleet's verdict in one line, then the most troubled log dirs' verdicts as verify says them."""
-    unknown = f"; for {v['not_worked_out']} damaged partition(s) it cannot be worked out" if v["not_worked_out"] else ""
+    unknown = f"; for {v['not_worked_out']} partition(s) it cannot be worked out" if v["not_worked_out"] else ""
     style = "bold red" if v["would_not_start"] else "bold yellow" if v["troubled"] else "bold green"
     out.print(f"[{style}]verdict[/]: of {v['log_dirs']} log dir(s), {v['would_not_start']} would not start; "
               f"recovery would cut {v['recovery_bytes_cut']} bytes of {v['partitions_cut']} partition(s) and drop "

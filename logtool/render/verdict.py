@@ -46,8 +46,7 @@ def verdict_lines(v: dict) -> list[str]:
     for f in v["starts_unrecovered"]:
         lines.append(f"  - but it would not recover: {f['code']} {f['name']}: {escape(f['message'])}")
     for x in v["not_worked_out"]:
-        lines.append(f"  - {escape(x['partition'])}: damaged, but what recovery would do cannot be worked out "
-                     f"({escape(x['why'])})")
+        lines.append(f"  - {escape(x['partition'])}: what recovery would do cannot be worked out ({escape(x['why'])})")
     if v["next"]:
         lines.append("  next:")
         lines += [f"    {glued(escape(step))}" for step in v["next"]]

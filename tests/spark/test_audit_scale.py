@@ -13,7 +13,7 @@ from logtool.checks.engine import check_against_log_dir, check_target, found_rep
 from logtool.spark.hosts import Pin
 from logtool.spark.listing import Listing, Sized, Targets, list_path, path_key
 from logtool.spark.outcome import checked_rows, lost_rows
-from logtool.spark.rows import FINDING, MISPLACED, PARTITION
+from logtool.spark.rows import FINDING, JUDGED, MISPLACED, PARTITION
 from logtool.spark.split import pieces, split, task_size, weight
 from logtool.spark.task import Settings, check_unit
 from logtool.store.discover import Target, TargetKind, discover
@@ -147,3 +147,7 @@ def test_a_pinned_unit_run_off_its_host_comes_back_whole(fleet):
     lost = list(lost_rows((unit, "its host elsewhere has no live Spark executor")))
     assert sum(r[0] == PARTITION for r in lost) == len(listing.targets)
     assert {r[1][9] for r in lost if r[0] == FINDING} == {"LT518"}
+    # and the verdict does not say they lose nothing: what recovery would do is not known of any of them
+    judged = [pickle.loads(r[4])[1] for r in lost if r[0] == JUDGED]
+    assert len(judged) == len(listing.targets)
+    assert all(j.not_worked_out.why == "not audited: its host elsewhere has no live Spark executor" for j in judged)
