@@ -5,7 +5,7 @@ from __future__ import annotations
 import heapq
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -94,19 +94,12 @@ class Tally:
         return self
 
     def merge(self, other: "Tally") -> "Tally":
-        self.partitions += other.partitions
-        self.segments += other.segments
-        self.bytes += other.bytes
-        self.batches += other.batches
+        for name in _SUMS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
         if other.records is not None:
             self.records = (self.records or 0) + other.records
-        self.by_code += other.by_code
-        for mine, theirs in ((self.by_host, other.by_host), (self.by_topic, other.by_topic),
-                             (self.damaged_host, other.damaged_host), (self.damaged_topic, other.damaged_topic),
-                             (self.damage_days, other.damage_days), (self.not_audited, other.not_audited),
-                             (self.by_broker, other.by_broker), (self.damaged_broker, other.damaged_broker),
-                             (self.broker_partitions, other.broker_partitions)):
-            mine.update(theirs)
+        for name in _COUNTERS:
+            getattr(self, name).update(getattr(other, name))
         self.worst = heapq.nsmallest(WORST_SHOWN, self.worst + other.worst)
         self.operational |= other.operational
         return self
@@ -140,6 +133,12 @@ class Tally:
                 for (cluster, node, host), n in ((b, self.broker_partitions[b]) for b in self._brokers())]
         return sorted(rows, key=lambda r: (-r["errors"], -r["warnings"], -r["damaged_bytes"], -r["infos"],
                                            str(r["cluster_id"]), str(r["node_id"]), r["host"]))
+
+
+# How tallies add up: these fields are sums, every Counter adds up key by key (records, worst and operational
+# have rules of their own).
+_SUMS = ("partitions", "segments", "bytes", "batches")
+_COUNTERS = tuple(f.name for f in fields(Tally) if f.type == "Counter")
 
 
 def _day_of_damage(row: dict) -> str:

@@ -3,6 +3,7 @@ columns, and each partition carries its own checkpoint entries instead of a broa
 report. These are the guards of that design; that the audit still equals verify is tests/test_audit.py's."""
 from __future__ import annotations
 
+import dataclasses
 import pickle
 from pathlib import Path
 
@@ -13,7 +14,8 @@ from logtool.checks.engine import check_against_log_dir, check_target, found_rep
 from logtool.spark.hosts import Pin
 from logtool.spark.listing import Listing, Sized, Targets, list_path, path_key
 from logtool.spark.outcome import checked_rows, lost_rows
-from logtool.spark.rows import FINDING, JUDGED, MISPLACED, PARTITION
+from logtool.spark.rows import FINDING, JUDGED, MISPLACED, PARTITION, TALLY
+from logtool.spark.summary import Tally
 from logtool.spark.split import pieces, split, task_size, weight
 from logtool.spark.task import Settings, check_unit
 from logtool.store.discover import Target, TargetKind, discover
@@ -151,3 +153,22 @@ def test_a_pinned_unit_run_off_its_host_comes_back_whole(fleet):
     judged = [pickle.loads(r[4])[1] for r in lost if r[0] == JUDGED]
     assert len(judged) == len(listing.targets)
     assert all(j.not_worked_out.why == "not audited: its host elsewhere has no live Spark executor" for j in judged)
+
+
+def test_the_tallies_of_the_tasks_add_up_to_the_fleet_s(fleet):
+    """Each task tallies its partitions and the driver adds the tallies up: the sum of the tasks' tallies is
+    the tally of all their partitions counted at once, field by field (the damaged broker's findings, bytes
+    past its valid prefixes and days of damage included)."""
+    outcomes = []
+    for log_dir in fleet.log_dirs:
+        (unit,) = split(list(list_path(str(log_dir)).targets), 1 << 40)  # a task per log dir: no pieces
+        outcomes.append(list(check_unit(Settings(), unit)))
+    tallies = [[pickle.loads(r[4]) for r in checked_rows(o) if r[0] == TALLY] for o in outcomes]
+    added = Tally()
+    for (tally,) in tallies:
+        added.merge(tally)
+    (everything,) = split([i for log_dir in fleet.log_dirs for i in list_path(str(log_dir)).targets], 1 << 40)
+    (whole,) = [pickle.loads(r[4]) for r in checked_rows(check_unit(Settings(), everything)) if r[0] == TALLY]
+    assert added.damaged_broker and added.damage_days  # the fleet's damage is in what was added up
+    for name in (f.name for f in dataclasses.fields(Tally)):
+        assert getattr(added, name) == getattr(whole, name), name
