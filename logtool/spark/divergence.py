@@ -1,5 +1,5 @@
 """Replica divergence, which no Kafka tool does offline: for every partition found in more than one log dir,
-the first offset where the replicas' batch sequences part, as joins and aggregations over per-batch rows.
+the first offset where the replicas' batch sequences part, from each replica's batch keys.
 
 Replicas are the partition dirs of one (cluster id, topic, partition): log dirs of different clusters never
 hold replicas of each other. Batches are compared by (base offset, last offset, CRC, leader epoch), from the
@@ -23,11 +23,13 @@ log. When two groups tie on all three, every covering replica is affected.
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import NamedTuple
 
 from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
 from logtool.spark.rows import DIVERGENCE
+from logtool.spark.task import unpacked
 
 KEY = ["cluster_id", "topic", "partition"]
 
@@ -49,8 +51,9 @@ def shared_partitions(partitions: DataFrame) -> DataFrame:
 
 
 def divergence(batches: DataFrame, partitions: DataFrame) -> DataFrame:
-    """One row per diverging partition (schema `rows.DIVERGENCE`), from the per-batch rows and the partitions
-    table (whose first and last offsets are those of each replica's batches)."""
+    """One row per diverging partition (schema `rows.DIVERGENCE`), from the batch keys (a row per replica,
+    `rows.BATCHES`) and the partitions table (whose first and last offsets are those of each replica's
+    batches)."""
     # Per shared partition: its replicas with the offsets their batches span, and the highest first offset
     # among them, where the comparison starts. A replica holding no batch starts nowhere (first null) and ends
     # at its log end offset: its first damaged segment's base offset, where recovery would cut it, else its last
@@ -66,34 +69,59 @@ def divergence(batches: DataFrame, partitions: DataFrame) -> DataFrame:
                    F.max("first_offset").alias("start"))
               .filter("n > 1").drop("n")
               .withColumn("shortest", F.expr("array_min(transform(replicas, r -> coalesce(r.end, start)))")))
-    # Partitioned by (cluster id, topic, partition) once: the join and both aggregations below then need no
-    # other shuffle. At each batch start: whether the replicas part there; and the batches at the first offset
-    # the shortest replicas lack, for the leader epochs of a `shorter` partition.
-    covering = "size(filter(replicas, r -> r.first <= base_offset and r.end > base_offset))"
-    parts = (F.size("holders") < F.expr(covering)) | (F.col("versions") > 1)
-    parting_offset = F.when(F.col("parts"), F.col("base_offset"))  # null elsewhere: min_by passes it over
-    parting = (_keyed(batches).repartition(*KEY).join(shared, KEY).filter(F.col("base_offset") >= F.col("start"))
-               .groupBy(*KEY, "base_offset")
-               .agg(F.first("replicas").alias("replicas"), F.first("shortest").alias("shortest"),
-                    F.collect_list(F.struct("log_dir", "last_offset", "crc", "leader_epoch")).alias("holders"),
-                    F.countDistinct("last_offset", "crc", "leader_epoch").alias("versions"))
-               .withColumn("parts", parts)
-               .filter(F.col("parts") | (F.col("base_offset") == F.col("shortest")))
-               .groupBy(*KEY)
-               .agg(F.min_by(F.struct("base_offset", "holders"), parting_offset).alias("at"),
-                    F.first(F.when(~F.col("parts"), F.col("holders")), ignorenulls=True).alias("tail")))
-    # Only what diverges goes on to Python: a parting point, or replicas ending at different offsets.
-    ends_differ = F.expr("size(array_distinct(transform(replicas, r -> coalesce(r.end, start)))) > 1")
-    described = shared.join(parting, KEY, "left").filter(F.col("at").isNotNull() | ends_differ).rdd.flatMap(describe)
+    # The replicas' keys side by side, a row per shared partition: compared batch by batch in Python, on the
+    # executors (a shuffle of a row per replica; a row per batch took the JVM's heap to its limit at 6 million
+    # batches).
+    held = (_keyed(batches).join(shared.select(*KEY), KEY).groupBy(*KEY)
+            .agg(F.collect_list(F.struct("log_dir", "keys")).alias("held")))
+    described = shared.join(held, KEY, "left").rdd.flatMap(describe)
     return batches.sparkSession.createDataFrame(described, DIVERGENCE)
+
+
+class _Holder(NamedTuple):
+    """A replica's batch at an offset (as `describe` reads them)."""
+
+    log_dir: str
+    last_offset: int
+    crc: int
+    leader_epoch: int
+
+
+class _Parting(NamedTuple):
+    base_offset: int
+    holders: list[_Holder]
+
+
+def compared(row: Row) -> tuple[_Parting | None, list[_Holder] | None]:
+    """(the first batch start from `row.start` on where the replicas part, with the batches held there; the
+    batches at `row.shortest`, where the shortest replicas end, when they do not part there). At a batch start
+    b the replicas covering b (their batches span it) must all hold a batch starting at b, and the same one."""
+    if row.start is None or not row.held:
+        return None, None
+    at: dict[int, list[_Holder]] = defaultdict(list)
+    for h in row.held:
+        for base, last, crc, epoch in unpacked(h.keys):
+            if base >= row.start:
+                at[base].append(_Holder(h.log_dir, last, crc, epoch))
+    spans = [(r.first, r.end) for r in row.replicas if r.first is not None and r.end is not None]
+    tail = None
+    for b in sorted(at):
+        holders = at[b]
+        covering = sum(1 for first, end in spans if first <= b < end)
+        if len(holders) < covering or len({h[1:] for h in holders}) > 1:
+            return _Parting(b, holders), None
+        if b == row.shortest:
+            tail = holders
+    return None, tail
 
 
 def describe(row: Row) -> list[tuple]:
     """The divergence row of one shared partition, or none when its replicas agree."""
     names = [r.log_dir for r in row.replicas]
-    if row.at is not None:
-        kind, at, affected, detail = _parting(row)
-        holders = row.at.holders
+    parting, tail = compared(row)
+    if parting is not None:
+        kind, at, affected, detail = _parting(row, parting)
+        holders = parting.holders
     elif row.start is None:  # no replica holds a batch
         return []
     else:
@@ -104,20 +132,20 @@ def describe(row: Row) -> list[tuple]:
             return []
         kind, affected = "shorter", sorted(d for d, end in ends.items() if end == at)
         detail = f"{', '.join(affected)} end before offset {at}; the longest replica goes on to offset {high - 1}"
-        holders = row.tail or []  # the batches at the first offset the shortest lack, where the others hold one
+        holders = tail or []  # the batches at the first offset the shortest lack, where the others hold one
     nodes = {r.log_dir: r.node_id for r in row.replicas}
     epochs = {h.log_dir: h.leader_epoch for h in holders}
     return [(row.cluster_id or None, row.topic, row.partition, names, at, kind, affected, [nodes[d] for d in affected],
              detail, [epochs.get(d) for d in names])]
 
 
-def _parting(row: Row) -> tuple[str, int, list[str], str]:
+def _parting(row: Row, parting: _Parting) -> tuple[str, int, list[str], str]:
     """(kind, offset, affected, detail) where the replicas' batches part."""
-    at = row.at.base_offset
+    at = parting.base_offset
     ends = {r.log_dir: r.end for r in row.replicas}
     covering = sorted(r.log_dir for r in row.replicas if r.first is not None and r.first <= at < r.end)
     versions: dict[tuple[int, int, int], list[str]] = defaultdict(list)
-    for h in row.at.holders:
+    for h in parting.holders:
         versions[(h.last_offset, h.crc, h.leader_epoch)].append(h.log_dir)
     lacking = sorted(set(covering) - {d for dirs in versions.values() for d in dirs})
     held = "; ".join(f"{', '.join(sorted(dirs))} hold offsets {at}..{last} (leader epoch {epoch}, crc {crc:#010x})"

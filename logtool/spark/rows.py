@@ -11,7 +11,7 @@ from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, Dou
 from logtool.findings import Finding, Severity
 from logtool.recovery.verdict import Judged
 from logtool.spark.listing import Broker, Listing, broker_of
-from logtool.spark.task import Checked
+from logtool.spark.task import Checked, packed
 
 
 def _schema(*fields: tuple[str, DataType]) -> StructType:
@@ -44,9 +44,8 @@ PARTITIONS = _schema(
     ("broker_starts", B), ("recovery_bytes_cut", L), ("recovery_segments_deleted", I),
     ("recovery_valid_records_dropped", L), ("log_end_offset_after", L), ("recovery_not_worked_out", S))
 
-BATCHES = _schema(
-    ("cluster_id", S), ("log_dir", S), ("topic", S), ("partition", I), ("base_offset", L), ("last_offset", L),
-    ("crc", L), ("leader_epoch", I))
+# With --replicas, a row per partition dir holding batches: their keys, packed (task.packed).
+BATCHES = _schema(("cluster_id", S), ("log_dir", S), ("topic", S), ("partition", I), ("keys", BinaryType()))
 
 # What the check tasks send back, one kind of row each (a row of one of the tables above, or a pickled Python
 # value), so that all of it is computed once and cached in the JVM, and every table is a filter of it.
@@ -159,4 +158,4 @@ def _struct(value: Any, kind: DataType) -> Any:
 
 def batch_rows(c: Checked) -> list[tuple]:
     rep = c.report
-    return [(c.broker[0], c.item.log_dir, rep.topic, rep.partition, *key) for key in c.batches]
+    return [(c.broker[0], c.item.log_dir, rep.topic, rep.partition, packed(c.batches))] if c.batches else []

@@ -2,8 +2,11 @@
 pieces of a split partition joined again."""
 from __future__ import annotations
 
+import sys
 import time
-from collections.abc import Iterable, Iterator
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import chain
 from dataclasses import dataclass, field, replace
 
 from logtool.checks.partition import PartitionReport
@@ -26,12 +29,31 @@ class Settings:
     deep: bool = False
     max_read_rate: float | None = None  # MB/s, per task
     spare_page_cache: bool = True
-    replicas: bool = False  # keep one row per batch for the replica comparison
+    replicas: bool = False  # keep every batch's key for the replica comparison
     transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS
 
 
 # (base offset, last offset, stored CRC, partition leader epoch): what replicas must agree on batch by batch.
 BatchKey = tuple[int, int, int, int]
+_KEY_FIELDS = 4
+
+
+def packed(keys: Sequence[BatchKey]) -> bytes:
+    """A partition's batch keys as one value, four little-endian int64 each in file order: they travel and
+    wait in the JVM as one row per partition, not a row per batch (a fleet has millions of batches)."""
+    out = array("q", chain.from_iterable(keys))
+    if sys.byteorder != "little":
+        out.byteswap()
+    return out.tobytes()
+
+
+def unpacked(blob: bytes) -> list[BatchKey]:
+    """The keys `packed` made."""
+    values = array("q")
+    values.frombytes(blob)
+    if sys.byteorder != "little":
+        values.byteswap()
+    return list(zip(*(iter(values),) * _KEY_FIELDS))
 
 
 @dataclass(slots=True)
