@@ -98,6 +98,8 @@ def compared(row: Row) -> tuple[_Parting | None, list[_Holder] | None]:
     b the replicas covering b (their batches span it) must all hold a batch starting at b, and the same one."""
     if row.start is None or not row.held:
         return None, None
+    if _alike(row):
+        return None, None
     at: dict[int, list[_Holder]] = defaultdict(list)
     for h in row.held:
         for base, last, crc, epoch in unpacked(h.keys):
@@ -113,6 +115,16 @@ def compared(row: Row) -> tuple[_Parting | None, list[_Holder] | None]:
         if b == row.shortest:
             tail = holders
     return None, tail
+
+
+def _alike(row: Row) -> bool:
+    """Whether every replica holds the very same batches over the very same span, each batch starting after
+    the one before: nothing can part then, and no batch need be looked at (a healthy fleet's case)."""
+    if len(row.held) != len(row.replicas) or len({h.keys for h in row.held}) != 1 \
+            or len({(r.first, r.end) for r in row.replicas}) != 1:
+        return False
+    bases = [key[0] for key in unpacked(row.held[0].keys)]
+    return all(a < b for a, b in zip(bases, bases[1:]))
 
 
 def describe(row: Row) -> list[tuple]:

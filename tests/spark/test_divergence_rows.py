@@ -96,3 +96,11 @@ def test_replicas_with_no_batch_at_all_are_not_compared():
 def test_two_groups_tied_on_every_rank_make_every_covering_replica_affected():
     row = _one(_row({A: SAME, B: [_key(0), _key(3, crc=7), _key(6)]}))
     assert row["kind"] == "different-batch" and row["affected"] == [A, B]
+
+
+def test_replicas_alike_whose_batches_repeat_a_base_offset_are_compared_batch_by_batch():
+    """The shortcut for replicas holding the very same batches takes only batches in increasing order: two
+    batches starting at one offset are told apart as ever, here in every replica alike (a tie)."""
+    twice = [_key(0), _key(3), _key(3, crc=9), _key(6)]
+    row = _one(_row({A: twice, B: twice}))
+    assert (row["offset"], row["kind"], row["affected"]) == (3, "different-batch", [A, B])
