@@ -12,6 +12,10 @@ only, the executors' are the workers' (none by default; the model in docs/fleet.
 20000,100000,200000). Each fleet (fixtures/fleet.py, generated once into bench/data/) is B broker log dirs of
 partitions of one small segment each (about 2 KB: a few batches), the shape of a cluster with many idle
 partitions.
+
+BENCH_AUDIT_MANY_REPLICAS: fleets of N partitions at 3 replicas over 4 log dirs (3N partition dirs of about
+62 batches each, and ten planted divergences), audited with `--replicas` on local[2]: the replica comparison
+at scale (none by default; 34000 is 102,030 partition dirs and 6.3 million batches, 3.2 GB on disk).
 """
 from __future__ import annotations
 
@@ -34,6 +38,7 @@ from fixtures.fleet import TopicSpec, write_fleet
 
 FLEETS = [f for f in os.environ.get("BENCH_AUDIT_MANY", "20000,100000").split(",") if f]
 ON_CLUSTER = [f for f in os.environ.get("BENCH_AUDIT_MANY_CLUSTER", "").split(",") if f]
+REPLICATED = [int(f) for f in os.environ.get("BENCH_AUDIT_MANY_REPLICAS", "").split(",") if f]
 BROKERS = 4
 MASTER = "local[2]"
 
@@ -51,6 +56,16 @@ def fleet(n: int, brokers: int = BROKERS) -> list[Path]:
         write_fleet(root, [TopicSpec("many", n, 2000)], brokers=brokers, replication=1, records_per_batch=5,
                     value_bytes=(20, 40), plant=False)
     return log_dirs
+
+
+def replicated_fleet(n: int) -> list[Path]:
+    """`n` partitions at 3 replicas over 4 log dirs, and the planted divergences of fixtures/fleet.py."""
+    root = DATA / f"replicas-{n}"
+    if not root.exists():
+        print(f"generating {n:,} partitions at 3 replicas into {root} ...", file=sys.stderr)
+        write_fleet(root, [TopicSpec("planted", 10, 1500, segment_bytes=500), TopicSpec("rep", n, 11_500)],
+                    brokers=BROKERS, replication=3)
+    return [root / f"broker-{b}" for b in range(BROKERS)]
 
 
 def _status_mb(pid: int, field: str) -> float:
@@ -105,13 +120,14 @@ def verify_command(log_dirs: list[Path]) -> tuple[float, float, float]:
     return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
-def audit_once(n: int, brokers: int, master: str = MASTER) -> dict:
-    """In a process of its own: one audit, from Spark's start to its stop."""
+def audit_once(n: int, brokers: int, master: str = MASTER, replicas: bool = False) -> dict:
+    """In a process of its own: one audit, from Spark's start to its stop; with `replicas`, of the replicated
+    fleet of `n` partitions, with --replicas."""
     from logtool.spark.driver import Audit, run_audit
     from logtool.spark.session import LOG4J2, start
     from logtool.spark.task import Settings
 
-    log_dirs = fleet(n, brokers)
+    log_dirs = replicated_fleet(n) if replicas else fleet(n, brokers)
     gc_log = Path(tempfile.mkstemp(prefix="audit-many-gc-", suffix=".log")[1])
     # The JVM options `start` gives the driver, and its garbage collections logged: the heap each left behind
     # is what the driver's JVM had to hold (at most; its RSS says how far the heap was let grow).
@@ -124,7 +140,8 @@ def audit_once(n: int, brokers: int, master: str = MASTER) -> dict:
     started = _status_mb(me, "VmRSS"), _status_mb(jvm, "VmRSS")
     try:
         t, cpu, jvm_cpu = time.perf_counter(), time.process_time(), _cpu_s(jvm)
-        audited = run_audit(spark, Audit(tuple(map(str, log_dirs)), str(DATA / "audit-many-out"), Settings()))
+        audited = run_audit(spark, Audit(tuple(map(str, log_dirs)), str(DATA / "audit-many-out"),
+                                         Settings(replicas=replicas)))
         summary = audited.to_dict()
         seconds, cpu = time.perf_counter() - t, time.process_time() - cpu
         workers = [_status_mb(p, "VmHWM") for p in _descendants(jvm)]
@@ -136,8 +153,13 @@ def audit_once(n: int, brokers: int, master: str = MASTER) -> dict:
     finally:
         spark.stop()
         gc_log.unlink()
-    assert summary["partitions"] == n and summary["exit_code"] == 0, summary["partitions"]
+    if replicas:  # the planted divergences come with damage: exit 4
+        assert summary["divergence"]["shared_partitions"] == n + 10 and summary["exit_code"] == 4, summary
+    else:
+        assert summary["partitions"] == n and summary["exit_code"] == 0, summary["partitions"]
     return {"bytes": summary["bytes"], "tasks": summary["tasks"], "startup_s": round(startup, 2),
+            "partition_dirs": summary["partitions"], "batches": summary["batches"],
+            "diverging": summary["divergence"]["diverging"] if replicas else None,
             "audit_s": round(seconds, 2), "audit_phases": summary["seconds"], "driver_python_cpu_s": round(cpu, 2),
             "audit_cpu_s": round(all_cpu, 2),
             "driver_python_started_mb": round(started[0]), "driver_jvm_started_mb": round(started[1]),
@@ -145,9 +167,9 @@ def audit_once(n: int, brokers: int, master: str = MASTER) -> dict:
             "driver_jvm_heap_after_gc_mb": heap, "worker_python_rss_mb": round(peaks[2])}
 
 
-def audit_command(n: int, brokers: int, master: str = MASTER) -> dict:
-    p = subprocess.run([sys.executable, "-m", "bench.audit_many", "--one", str(n), str(brokers), master],
-                       capture_output=True, text=True)
+def audit_command(n: int, brokers: int, master: str = MASTER, replicas: bool = False) -> dict:
+    p = subprocess.run([sys.executable, "-m", "bench.audit_many", "--one", str(n), str(brokers), master,
+                        *(["replicas"] if replicas else [])], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr[-3000:]
     return json.loads(p.stdout.strip().splitlines()[-1])
 
@@ -222,9 +244,16 @@ def main() -> int:
                 clustered.append({"partitions": n, "log_dirs": brokers, **run,
                                   "audit_s_per_1000": round(run["audit_s"] / n * 1000, 3),
                                   "load_average": [round(before, 2), round(os.getloadavg()[0], 2)]})
+    replicated = []
+    for n in REPLICATED:
+        replicated_fleet(n)
+        before = os.getloadavg()[0]
+        run = audit_command(n, BROKERS, replicas=True)
+        replicated.append({"partitions": n, "log_dirs": BROKERS, **run,
+                           "load_average": [round(before, 2), round(os.getloadavg()[0], 2)]})
     write_results("audit_many", {
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
-        "master": MASTER, "runs": results, "cluster": clustered,
+        "master": MASTER, "runs": results, "cluster": clustered, "replicas": replicated,
         "model": model(results), "cluster_model": model(clustered)}, render)
     return 0
 
@@ -295,6 +324,20 @@ def render(r: dict) -> str:
         f"{x['driver_python_started_mb']} / {x['driver_python_rss_mb']} MB | "
         f"{x['driver_jvm_started_mb']} / {x['driver_jvm_rss_mb']} MB | {x['driver_jvm_heap_after_gc_mb']} MB | "
         f"{x['load_average'][0]} / {x['load_average'][1]} |" for x in r.get("cluster", []))
+    replicated = "\n".join(
+        f"| {x['partitions']:,} x 3 | {x['partition_dirs']:,} | {x['batches']:,} | {x['bytes'] / 1e6:.0f} MB | "
+        f"{x['startup_s']} s | {x['audit_s']} s | {x['audit_phases']['listing']} / {x['audit_phases']['check']} / "
+        f"{x['audit_phases']['output']} s | {x['diverging']} | {x['driver_python_rss_mb']} MB + JVM "
+        f"{x['driver_jvm_rss_mb']} MB | {x['driver_jvm_heap_after_gc_mb']} MB | {x['worker_python_rss_mb']} MB | "
+        f"{x['load_average'][0]} / {x['load_average'][1]} |" for x in r.get("replicas", []))
+    with_replicas = "" if not replicated else f"""
+With `--replicas`, on {r['master']}: fleets of partitions at 3 replicas over 4 log dirs, compared replica by
+replica (the tables step holds the comparison):
+
+| partitions | partition dirs | batches | bytes | Spark start | audit | listing / checks / tables | diverging | driver peak RSS | JVM heap after GC | worker peak RSS | load |
+|---|---|---|---|---|---|---|---|---|---|---|---|
+{replicated}
+"""  # noqa: E501 - a Markdown table's head, as it is written
     head = ("| partitions | log dirs | Spark start | audit (per 1,000) | listing / checks / tables | "
             "driver Python CPU | tasks | driver Python | driver JVM | JVM heap after GC | load |\n|" + "---|" * 11)
     on_cluster = "" if not cluster else f"""
@@ -321,13 +364,13 @@ before verify and after the audit: the machine is shared, so times are noisy; me
 |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
 {rows}
 
-{_model_text(r.get("model"), "On local[2]")}{on_cluster}
+{_model_text(r.get("model"), "On local[2]")}{on_cluster}{with_replicas}
 What this means for a million partitions on 500 brokers: the fleet audit's page, "The driver's memory".
 """  # noqa: E501 - the report's Markdown: a table row, or a line, as it is written
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--one"]:
-        print(json.dumps(audit_once(int(sys.argv[2]), int(sys.argv[3]), *sys.argv[4:5])))
+        print(json.dumps(audit_once(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5:6] == ["replicas"])))
         sys.exit(0)
     sys.exit(main())
