@@ -80,7 +80,8 @@ def _one_line(e: Exception) -> str:
 @spare_page_cache_option(default=True)
 @transaction_timeout_option
 @click.option("--task-bytes", type=click.IntRange(min=1), metavar="BYTES",
-              help="bytes of segments per Spark task  [default: about two tasks per core]")
+              help="work per Spark task, in bytes: each partition weighs its segments' bytes plus 1 MiB, "
+                   "and 256 KiB a segment  [default: about two tasks per core]")
 @click.option("--locality-wait", type=click.FloatRange(min=0.1), metavar="SECONDS", default=LOCALITY_WAIT,
               show_default=True, help="how long a HOST:PATH task waits for a free slot on its host before Spark "
                                       "runs it elsewhere (where it reads nothing and is sent again, or reported "

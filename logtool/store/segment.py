@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import mmap
 import os
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +41,7 @@ MOST_VIEWS = 4096
 # The most of a file mapped to walk it: no entry Kafka reads ends past it (a larger file is SEGMENT_TOO_LARGE:
 # Kafka refuses to load it). What lies past it is only read to learn whether it is zeros, in windows.
 MAPPED_AT_MOST = MAX_SEGMENT_BYTES
+_SMALL = min(MAPPED_FROM, MAPPED_AT_MOST + 1)  # a segment below this many bytes is read whole, not mapped
 # Stops whose reason rests on the bytes up to the end of the file (zeros to the end, too few bytes left, a
 # batch longer than what is left).
 _STOPS_AT_END = {ZERO_TAIL.name, SHORT_TAIL.name, TORN_BATCH.name, GARBAGE.name}
@@ -131,9 +133,9 @@ class Segment:
 
     def open(self) -> "Segment":
         if self._buf is None:
-            # A small file is read whole, as a small index is (sidefile.MAPPED_FROM), unless a read policy
-            # watches what the walk brings into the page cache.
-            small = read_small(self.log_path, min(MAPPED_FROM, MAPPED_AT_MOST + 1)) if self.reading is None else None
+            # A small file is read whole, as a small index is (sidefile.MAPPED_FROM): a mapping of it costs more
+            # than the copy, and the kernel sums up only a segment read whole.
+            small = read_small(self.log_path, _SMALL) if self.reading is None else self._read_small_paced()
             if small is not None:
                 self._buf, self.opened_mtime_ns = small
                 self._size = self._file_size = len(self._buf)
@@ -149,6 +151,26 @@ class Segment:
             if self.reading is not None:
                 self._pacer = self.reading.open(self.log_path, self._size)
         return self
+
+    def _read_small_paced(self) -> tuple[bytes, int] | None:
+        """`read_small` under the read policy: the pacer made (the pages' residency probed) before the read,
+        so that closing the segment gives back the pages the read brought in, as for a mapping, and counts
+        its bytes. None where the file is not a small regular one (it is then mapped)."""
+        assert self.reading is not None
+        st = os.stat(self.log_path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size >= _SMALL:
+            return None
+        pacer = self.reading.open(self.log_path, st.st_size)
+        try:
+            small = read_small(self.log_path, _SMALL)
+        except BaseException:
+            pacer.close()
+            raise
+        if small is None or len(small[0]) != st.st_size:  # changed under us: mapped as it is now
+            pacer.close()
+            return None
+        self._pacer = pacer
+        return small
 
     def close(self) -> None:
         if isinstance(self._buf, mmap.mmap):

@@ -62,11 +62,17 @@ def test_a_small_segment_is_read_whole_and_a_large_one_mapped(log_dir, tmp_path)
         assert isinstance(seg.buf, GuardedMap) and seg.size == big.stat().st_size
 
 
-def test_a_segment_under_a_read_policy_is_mapped(log_dir):
-    """Sparing the page cache needs to see what the walk brings in: no read ahead of it."""
+def test_under_a_read_policy_a_small_segment_is_read_whole_and_a_large_one_mapped(log_dir, tmp_path):
+    """Sparing the page cache needs to know which pages were cached before the read: a small file's are all
+    probed before it is read whole (tests/store/test_pacing.py holds what is given back); a large one is
+    walked through a mapping, probed ahead of the walk."""
     from logtool.store.pacing import read_policy
     log = next((log_dir / "small-0").glob("*.log"))
     with Segment(log, 0, reading=read_policy(None, True)) as seg:
+        assert isinstance(seg.buf, bytes) and seg.size == log.stat().st_size
+    big = tmp_path / "00000000000000000000.log"
+    big.write_bytes(log.read_bytes() * (MAPPED_FROM // log.stat().st_size + 1))
+    with Segment(big, 0, reading=read_policy(None, True)) as seg:
         assert isinstance(seg.buf, GuardedMap)
 
 

@@ -10,7 +10,9 @@ from conftest import run_logtool
 from fixtures.generator import write_big
 from logtool.checks.engine import check_target
 from logtool.store import pacing as pacing_module
+from logtool.store import segment as segment_module
 from logtool.store.discover import Target
+from logtool.store.sidefile import MAPPED_FROM
 from logtool.store.pacing import EVERY, FOLIO, PAGE, ReadPolicy, Throttle, read_policy, residency
 
 MB = 1_000_000
@@ -124,6 +126,42 @@ def test_a_mixed_cache_is_left_as_found(big):
     after = cached(fd)
     changed = sum(1 for a, b in zip(before, after) if bool(a) != bool(b))
     assert changed <= TOLERANCE * len(before)
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    """A ~600 KB single-segment partition: read whole (store/segment.py), not mapped."""
+    part = tmp_path_factory.mktemp("gentle-small") / "small-0"
+    write_big(part, 600_000)
+    log = next(part.glob("*.log"))
+    assert log.stat().st_size < MAPPED_FROM
+    fd = os.open(log, os.O_RDONLY)
+    os.fsync(fd)
+    yield part, log, fd
+    os.close(fd)
+
+
+def test_a_small_segment_read_whole_gives_back_the_pages_it_brought_in(small, monkeypatch):
+    part, _, fd = small
+    evict(fd)
+    monkeypatch.setattr(segment_module, "open_readonly", None)  # never mapped: read whole, as without a policy
+    rep = check_target(Target(part), False, read_policy(None, spare_cache=True))
+    assert rep.segments[0].valid_bytes == os.fstat(fd).st_size
+    assert mostly_evicted(fd)
+
+
+def test_a_small_segment_cached_before_stays(small):
+    part, log, fd = small
+    log.read_bytes()
+    check_target(Target(part), False, read_policy(None, spare_cache=True))
+    assert mostly_cached(fd)
+
+
+def test_a_small_segment_read_whole_is_paced(small):
+    part, log, _ = small
+    t = FakeTime()
+    check_target(Target(part), False, ReadPolicy(Throttle(MB, t.clock, t.sleep)))
+    assert t.slept == pytest.approx(log.stat().st_size / MB)
 
 
 def test_without_spare_cache_the_walk_leaves_its_pages(big):
