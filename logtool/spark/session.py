@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import marshal
 import os
 import shutil
 import sys
 import zipfile
+from importlib.machinery import EXTENSION_SUFFIXES
+from importlib.util import MAGIC_NUMBER, source_hash
 from pathlib import Path
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -115,25 +119,51 @@ def _launch_jvm(conf: "SparkConf") -> None:
 
 
 def ship(spark: "SparkSession") -> None:
-    """Make logtool importable on every executor: a zip of the installed package, added once per context
-    (named by its content, so a changed package is shipped again)."""
+    """Make logtool importable on every executor: a zip of the installed package (`package_archive`), added
+    once per context (named by its content, so a changed package is shipped again)."""
     from pyspark import SparkFiles
 
-    sources = sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
-    digest = hashlib.sha256()
-    for p in sources:
-        digest.update(str(p.relative_to(PACKAGE.parent)).encode() + b"\0" + p.read_bytes())
-    name = f"logtool-{digest.hexdigest()[:16]}.zip"
     sc = spark.sparkContext
-    if any(Path(f).name == name for f in sc.listFiles):
-        return
+    shipped = {Path(f).name for f in sc.listFiles}
     # Inside the context's own files directory: it lives exactly as long as the files it serves.
     folder = Path(SparkFiles.getRootDirectory()) / "logtool-package"
     folder.mkdir(exist_ok=True)
+    archive = package_archive(folder, skip=shipped)
+    if archive is not None:
+        sc.addPyFile(str(archive))
+
+
+def package_archive(folder: Path, skip: Collection[str] = ()) -> Path | None:
+    """The installed package as a zip in `folder`, named by its content (None: a zip of that name is in
+    `skip`). Beside each module its compiled code, which Python takes from an archive as it is (unchecked),
+    so that no executor compiles the package again; and the compiled extensions as built here, which
+    logtool/extensions.py loads from the archive (Python imports none from a zip by itself)."""
+    sources = sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+    builds = sorted(p for p in PACKAGE.rglob("*") if p.name.endswith(tuple(EXTENSION_SUFFIXES))
+                    and "__pycache__" not in p.parts)
+    digest = hashlib.sha256()
+    for p in sources + builds:
+        digest.update(str(p.relative_to(PACKAGE.parent)).encode() + b"\0" + p.read_bytes())
+    name = f"logtool-{digest.hexdigest()[:16]}.zip"
+    if name in skip:
+        return None
     with zipfile.ZipFile(folder / name, "w", zipfile.ZIP_DEFLATED) as z:
         for p in sources:
+            inner = str(p.relative_to(PACKAGE.parent))
+            source = p.read_bytes()
+            z.writestr(inner, source)
+            z.writestr(inner[:-3] + ".pyc", _unchecked_pyc(source, inner))
+        for p in builds:
             z.write(p, str(p.relative_to(PACKAGE.parent)))
-    sc.addPyFile(str(folder / name))
+    return folder / name
+
+
+def _unchecked_pyc(source: bytes, path: str) -> bytes:
+    """A module's compiled code as a .pyc that Python takes without comparing it with its source (PEP 552's
+    unchecked hash-based form): zipimport looks for `module.pyc` beside `module.py`."""
+    code = compile(source, path, "exec", dont_inherit=True)
+    flags = 0b01  # hash-based, not checked against the source
+    return MAGIC_NUMBER + flags.to_bytes(4, "little") + source_hash(source) + marshal.dumps(code)
 
 
 # What an executor imports to check partitions, each with its fallbacks (click and rich are the driver's).

@@ -35,7 +35,9 @@ the tool still runs; a truncation under it then kills the process, as before thi
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+from logtool.extensions import from_archive
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
@@ -58,18 +60,28 @@ class _NoTableFullError(RuntimeError):
 
 _c: _Extension | None
 TableFullError: type[RuntimeError]
-try:
-    from logtool.store import _mapguard
-except ImportError as e:  # see the module docstring: Windows, or a checkout that was never installed
+def _import() -> tuple[Any, str | None]:
+    """(the extension, None), or (None, why it cannot be imported)."""
+    try:
+        from logtool.store import _mapguard
+    except ImportError as e:  # see the module docstring: Windows, or a checkout that was never installed
+        try:  # or an audit's executor, importing logtool from the archive the driver shipped
+            return from_archive("logtool.store._mapguard"), None
+        except ImportError:
+            return None, str(e)
+    contract: _Extension = _mapguard  # mypy holds the module to what this module calls of it
+    return contract, None
+
+
+_mapguard, UNAVAILABLE_REASON = _import()
+if _mapguard is None:
     _c = None
     AVAILABLE = False
-    UNAVAILABLE_REASON: str | None = str(e)
     TableFullError = _NoTableFullError
     SLOTS = 0
 else:
     _c = _mapguard
     AVAILABLE = True
-    UNAVAILABLE_REASON = None
     TableFullError = _mapguard.TableFullError
     SLOTS = _mapguard.SLOTS
 

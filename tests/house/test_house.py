@@ -100,7 +100,7 @@ def _unit(module: str) -> str:
 # (logtool/__init__.py, which only holds __version__) is a leaf like the catalog. spark may import anything
 # below commands, and commands (audit) imports spark: it sits between render and commands.
 LAYERS: list[tuple[str, ...]] = [
-    ("logtool", "findings", "exitcodes", "collector"),
+    ("logtool", "findings", "exitcodes", "collector", "extensions"),
     ("format",),
     ("store",),
     ("rules",),
@@ -223,6 +223,8 @@ WRITE_ALLOWED = {
                                   "it), refusing a Kafka log dir or partition dir",
     "logtool/spark/session.py": "ship() zips the package into Spark's own per-context files directory "
                                 "(mkdir + ZipFile 'w') for the executors",
+    "logtool/extensions.py": "on an audit's executor, copies a compiled module out of the archive ship() made "
+                             "into a directory of its own beside that archive (or a new temporary one), to load it",
     "logtool/spark/jvm_stderr.py": "passes the JVM's stderr lines on to fd 2 with os.write (a daemon thread must "
                                    "not hold sys.stderr's lock when the interpreter exits)",
 }
