@@ -5,15 +5,15 @@ holds the driver's builds beside their packages; one is copied out once, beside 
 the copy. PySpark runs the driver's minor version of Python on its executors, whose builds those are."""
 from __future__ import annotations
 
-import hashlib
 import importlib.machinery
-import importlib.util
 import os
 import sys
-import tempfile
 import zipimport
 from pathlib import Path
 from typing import Any
+
+# hashlib, importlib.util and tempfile are imported where a module is loaded from an archive: every command
+# imports this module, and only an audit's executor needs them.
 
 
 def from_archive(name: str) -> Any:
@@ -25,6 +25,8 @@ def from_archive(name: str) -> Any:
     loader = spec.loader if spec is not None else None
     if not isinstance(loader, zipimport.zipimporter) or spec is None or not spec.submodule_search_locations:
         raise ImportError(f"{package} is not imported from an archive")
+    import hashlib
+
     # Where its modules are in the archive (the loader's own prefix is its parent package's).
     inner = os.path.relpath(spec.submodule_search_locations[0], loader.archive).replace(os.sep, "/")
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
@@ -37,6 +39,8 @@ def from_archive(name: str) -> Any:
 
 
 def _load(name: str, path: Path) -> Any:
+    import importlib.util
+
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"{path} is not a compiled module")
@@ -52,6 +56,8 @@ def _copied(archive: str, file: str, data: bytes) -> Path:
     """`data` in a file named `file` in a directory of this user's beside the archive (in Spark's files
     directory, which lives as long as the archive does), else in a new temporary one. Workers that copy at
     once each write a file of their own and rename it into place: none loads a half-written copy."""
+    import tempfile
+
     try:
         folder = Path(f"{archive}.compiled")
         folder.mkdir(mode=0o700, exist_ok=True)

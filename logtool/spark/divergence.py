@@ -28,7 +28,7 @@ from typing import NamedTuple
 from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
-from logtool.spark.rows import DIVERGENCE
+from logtool.spark.rows import BLOCK_OUTCOME, DIVERGENCE
 from logtool.spark.task import unpacked
 
 KEY = ["cluster_id", "topic", "partition"]
@@ -51,8 +51,8 @@ def shared_partitions(partitions: DataFrame) -> DataFrame:
 
 
 def divergence(batches: DataFrame, partitions: DataFrame) -> DataFrame:
-    """One row per diverging partition (schema `rows.DIVERGENCE`), from the batch keys (a row per replica,
-    `rows.BATCHES`) and the partitions table (whose first and last offsets are those of each replica's
+    """One row per diverging partition (schema `rows.DIVERGENCE`), from the batch keys (a row per replica and
+    block of offsets, `rows.BATCHES`) and the partitions table (whose first and last offsets are those of each replica's
     batches)."""
     # Per shared partition: its replicas with the offsets their batches span, and the highest first offset
     # among them, where the comparison starts. A replica holding no batch starts nowhere (first null) and ends
@@ -69,17 +69,23 @@ def divergence(batches: DataFrame, partitions: DataFrame) -> DataFrame:
                    F.max("first_offset").alias("start"))
               .filter("n > 1").drop("n")
               .withColumn("shortest", F.expr("array_min(transform(replicas, r -> coalesce(r.end, start)))")))
-    # The replicas' keys side by side, a row per shared partition: compared batch by batch in Python, on the
-    # executors (a shuffle of a row per replica; a row per batch took the JVM's heap to its limit at 6 million
-    # batches).
-    held = (_keyed(batches).join(shared.select(*KEY), KEY).groupBy(*KEY)
+    # The replicas' keys side by side, block by block of offsets (`rows.BLOCK_OFFSETS`): compared batch by
+    # batch in Python on the executors, each block on its own (a row per batch took the JVM's heap to its
+    # limit at 6 million batches; a row per partition would grow with the partition). What a block finds is
+    # put together per partition: the earliest parting point, and the batches where the shortest replicas end.
+    held = (_keyed(batches).join(shared.select(*KEY), KEY).groupBy(*KEY, "block")
             .agg(F.collect_list(F.struct("log_dir", "keys")).alias("held")))
-    described = shared.join(held, KEY, "left").rdd.flatMap(describe)
-    return batches.sparkSession.createDataFrame(described, DIVERGENCE)
+    spark = batches.sparkSession
+    found = (spark.createDataFrame(held.join(shared, KEY).rdd.flatMap(block_outcome), BLOCK_OUTCOME)
+             .groupBy(*KEY)
+             .agg(F.min_by(F.struct(F.col("parting_offset").alias("base_offset"), F.col("parting").alias("holders")),
+                           "parting_offset").alias("at"),  # a block without a parting point has a null offset,
+                  F.first("tail", ignorenulls=True).alias("tail")))  # which min_by passes over
+    return spark.createDataFrame(shared.join(found, KEY, "left").rdd.flatMap(describe), DIVERGENCE)
 
 
 class _Holder(NamedTuple):
-    """A replica's batch at an offset (as `describe` reads them)."""
+    """A replica's batch at an offset."""
 
     log_dir: str
     last_offset: int
@@ -87,19 +93,13 @@ class _Holder(NamedTuple):
     leader_epoch: int
 
 
-class _Parting(NamedTuple):
-    base_offset: int
-    holders: list[_Holder]
-
-
-def compared(row: Row) -> tuple[_Parting | None, list[_Holder] | None]:
-    """(the first batch start from `row.start` on where the replicas part, with the batches held there; the
-    batches at `row.shortest`, where the shortest replicas end, when they do not part there). At a batch start
-    b the replicas covering b (their batches span it) must all hold a batch starting at b, and the same one."""
-    if row.start is None or not row.held:
-        return None, None
-    if _alike(row):
-        return None, None
+def block_outcome(row: Row) -> list[tuple]:
+    """What a block of a shared partition's batches shows, as a row of BLOCK_OUTCOME: the first batch start in
+    it (from `start` on) where the replicas part, with the batches held there; else the batches at `shortest`,
+    where the shortest replicas end, if it is in the block. At a batch start b the replicas covering b (their
+    batches span it) must all hold a batch starting at b, and the same one."""
+    if row.start is None or _alike(row):
+        return []
     at: dict[int, list[_Holder]] = defaultdict(list)
     for h in row.held:
         for base, last, crc, epoch in unpacked(h.keys):
@@ -111,15 +111,16 @@ def compared(row: Row) -> tuple[_Parting | None, list[_Holder] | None]:
         holders = at[b]
         covering = sum(1 for first, end in spans if first <= b < end)
         if len(holders) < covering or len({h[1:] for h in holders}) > 1:
-            return _Parting(b, holders), None
+            return [(row.cluster_id, row.topic, row.partition, b, holders, None)]
         if b == row.shortest:
             tail = holders
-    return None, tail
+    return [(row.cluster_id, row.topic, row.partition, None, None, tail)] if tail is not None else []
 
 
 def _alike(row: Row) -> bool:
-    """Whether every replica holds the very same batches over the very same span, each batch starting after
-    the one before: nothing can part then, and no batch need be looked at (a healthy fleet's case)."""
+    """Whether every replica holds the very same batches of the block over the very same span, each batch
+    starting after the one before: nothing can part there, and no batch need be looked at (a healthy fleet's
+    case)."""
     if len(row.held) != len(row.replicas) or len({h.keys for h in row.held}) != 1 \
             or len({(r.first, r.end) for r in row.replicas}) != 1:
         return False
@@ -128,12 +129,12 @@ def _alike(row: Row) -> bool:
 
 
 def describe(row: Row) -> list[tuple]:
-    """The divergence row of one shared partition, or none when its replicas agree."""
+    """The divergence row of one shared partition from what its blocks found (`at`: the earliest parting
+    point; `tail`), or none when its replicas agree."""
     names = [r.log_dir for r in row.replicas]
-    parting, tail = compared(row)
-    if parting is not None:
-        kind, at, affected, detail = _parting(row, parting)
-        holders = parting.holders
+    if row.at is not None:
+        kind, at, affected, detail = _parting(row)
+        holders = row.at.holders
     elif row.start is None:  # no replica holds a batch
         return []
     else:
@@ -144,20 +145,20 @@ def describe(row: Row) -> list[tuple]:
             return []
         kind, affected = "shorter", sorted(d for d, end in ends.items() if end == at)
         detail = f"{', '.join(affected)} end before offset {at}; the longest replica goes on to offset {high - 1}"
-        holders = tail or []  # the batches at the first offset the shortest lack, where the others hold one
+        holders = row.tail or []  # the batches at the first offset the shortest lack, where the others hold one
     nodes = {r.log_dir: r.node_id for r in row.replicas}
     epochs = {h.log_dir: h.leader_epoch for h in holders}
     return [(row.cluster_id or None, row.topic, row.partition, names, at, kind, affected, [nodes[d] for d in affected],
              detail, [epochs.get(d) for d in names])]
 
 
-def _parting(row: Row, parting: _Parting) -> tuple[str, int, list[str], str]:
+def _parting(row: Row) -> tuple[str, int, list[str], str]:
     """(kind, offset, affected, detail) where the replicas' batches part."""
-    at = parting.base_offset
+    at = row.at.base_offset
     ends = {r.log_dir: r.end for r in row.replicas}
     covering = sorted(r.log_dir for r in row.replicas if r.first is not None and r.first <= at < r.end)
     versions: dict[tuple[int, int, int], list[str]] = defaultdict(list)
-    for h in parting.holders:
+    for h in row.at.holders:
         versions[(h.last_offset, h.crc, h.leader_epoch)].append(h.log_dir)
     lacking = sorted(set(covering) - {d for dirs in versions.values() for d in dirs})
     held = "; ".join(f"{', '.join(sorted(dirs))} hold offsets {at}..{last} (leader epoch {epoch}, crc {crc:#010x})"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime
+from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
@@ -11,7 +12,7 @@ from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, Dou
 from logtool.findings import Finding, Severity
 from logtool.recovery.verdict import Judged
 from logtool.spark.listing import Broker, Listing, broker_of
-from logtool.spark.task import Checked, packed
+from logtool.spark.task import BatchKey, Checked, packed
 
 
 def _schema(*fields: tuple[str, DataType]) -> StructType:
@@ -44,8 +45,16 @@ PARTITIONS = _schema(
     ("broker_starts", B), ("recovery_bytes_cut", L), ("recovery_segments_deleted", I),
     ("recovery_valid_records_dropped", L), ("log_end_offset_after", L), ("recovery_not_worked_out", S))
 
-# With --replicas, a row per partition dir holding batches: their keys, packed (task.packed).
-BATCHES = _schema(("cluster_id", S), ("log_dir", S), ("topic", S), ("partition", I), ("keys", BinaryType()))
+# With --replicas, a row per partition dir and block of BLOCK_OFFSETS offsets holding batches: the keys of the
+# batches starting in the block, packed (task.packed). A row at most some 2 MB, however long the partition.
+BATCHES = _schema(("cluster_id", S), ("log_dir", S), ("topic", S), ("partition", I), ("block", L),
+                  ("keys", BinaryType()))
+BLOCK_OFFSETS = 1 << 16
+# What a block of a shared partition's batches shows (spark/divergence.py): where its replicas part, and the
+# batches each holds there; or the batches where the shortest replicas end.
+_HOLDERS = ArrayType(_schema(("log_dir", S), ("last_offset", L), ("crc", L), ("leader_epoch", I)))
+BLOCK_OUTCOME = _schema(("cluster_id", S), ("topic", S), ("partition", I), ("parting_offset", L),
+                        ("parting", _HOLDERS), ("tail", _HOLDERS))
 
 # What the check tasks send back, one kind of row each (a row of one of the tables above, or a pickled Python
 # value), so that all of it is computed once and cached in the JVM, and every table is a filter of it.
@@ -158,4 +167,13 @@ def _struct(value: Any, kind: DataType) -> Any:
 
 def batch_rows(c: Checked) -> list[tuple]:
     rep = c.report
-    return [(c.broker[0], c.item.log_dir, rep.topic, rep.partition, packed(c.batches))] if c.batches else []
+    return [(c.broker[0], c.item.log_dir, rep.topic, rep.partition, block, packed(keys))
+            for block, keys in blocks(c.batches).items()]
+
+
+def blocks(keys: list[BatchKey]) -> dict[int, list[BatchKey]]:
+    """The keys by the block of BLOCK_OFFSETS offsets their batch starts in, each block's in file order."""
+    out: dict[int, list[BatchKey]] = defaultdict(list)
+    for key in keys:
+        out[key[0] // BLOCK_OFFSETS].append(key)
+    return out
