@@ -101,15 +101,22 @@ def test_probe_sees_the_page_cache(big):
     assert mostly_cached(fd)
 
 
-def test_pages_the_walk_brought_in_are_given_back(big):
-    part, _, fd = big
+@pytest.fixture(params=["big", "small"])
+def either(request):
+    """The partition a segment of which is mapped and walked (big), and the one read whole (small)."""
+    return request.getfixturevalue(request.param)
+
+
+def test_pages_the_walk_brought_in_are_given_back(either):
+    part, _, fd = either
     evict(fd)
-    check_target(Target(part), False, read_policy(None, spare_cache=True))
+    rep = check_target(Target(part), False, read_policy(None, spare_cache=True))
+    assert rep.segments[0].valid_bytes == os.fstat(fd).st_size
     assert mostly_evicted(fd)
 
 
-def test_pages_cached_before_stay(big):
-    part, log, fd = big
+def test_pages_cached_before_stay(either):
+    part, log, fd = either
     log.read_bytes()
     check_target(Target(part), False, read_policy(None, spare_cache=True))
     assert mostly_cached(fd)
@@ -141,20 +148,11 @@ def small(tmp_path_factory):
     os.close(fd)
 
 
-def test_a_small_segment_read_whole_gives_back_the_pages_it_brought_in(small, monkeypatch):
-    part, _, fd = small
-    evict(fd)
+def test_a_small_segment_under_a_policy_is_read_whole(small, monkeypatch):
+    part, log, _ = small
     monkeypatch.setattr(segment_module, "open_readonly", None)  # never mapped: read whole, as without a policy
     rep = check_target(Target(part), False, read_policy(None, spare_cache=True))
-    assert rep.segments[0].valid_bytes == os.fstat(fd).st_size
-    assert mostly_evicted(fd)
-
-
-def test_a_small_segment_cached_before_stays(small):
-    part, log, fd = small
-    log.read_bytes()
-    check_target(Target(part), False, read_policy(None, spare_cache=True))
-    assert mostly_cached(fd)
+    assert rep.segments[0].valid_bytes == log.stat().st_size
 
 
 def test_a_small_segment_read_whole_is_paced(small):
