@@ -39,8 +39,8 @@ _KEY_FIELDS = 4
 
 
 def packed(keys: Sequence[BatchKey]) -> bytes:
-    """A partition's batch keys as one value, four little-endian int64 each in file order: they travel and
-    wait in the JVM as one row per partition, not a row per batch (a fleet has millions of batches)."""
+    """Batch keys as one value, four little-endian int64 each in file order: a partition's travel and wait in
+    the JVM as a row per block of offsets (rows.BLOCK_OFFSETS), not a row per batch (a fleet has millions)."""
     out = array("q", chain.from_iterable(keys))
     if sys.byteorder != "little":
         out.byteswap()
