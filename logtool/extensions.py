@@ -17,14 +17,15 @@ from typing import Any
 
 
 def from_archive(name: str) -> Any:
-    """The compiled module `name` (its package already imported, from an archive), loaded from a copy of its
-    build in the archive. Any: its type is its stub's, which the caller's import names. Raises ImportError
-    where the package is not imported from an archive, or the archive holds no build of it for this Python."""
+    """The compiled module `name` (its package already imported), loaded from a copy of its build in the
+    archive the package was imported from; None where the package is not imported from an archive. Any: its
+    type is its stub's, which the caller's import names. Raises ImportError where the archive holds no build
+    of it for this Python, or no copy can be made."""
     package, _, leaf = name.rpartition(".")
     spec = sys.modules[package].__spec__
     loader = spec.loader if spec is not None else None
     if not isinstance(loader, zipimport.zipimporter) or spec is None or not spec.submodule_search_locations:
-        raise ImportError(f"{package} is not imported from an archive")
+        return None
     import hashlib
 
     # Where its modules are in the archive (the loader's own prefix is its parent package's).
@@ -34,7 +35,12 @@ def from_archive(name: str) -> Any:
             data = loader.get_data(f"{inner}/{leaf}{suffix}")
         except OSError:
             continue
-        return _load(name, _copied(loader.archive, f"{leaf}-{hashlib.sha256(data).hexdigest()[:16]}{suffix}", data))
+        file = f"{leaf}-{hashlib.sha256(data).hexdigest()[:16]}{suffix}"
+        try:
+            copy = _copied(loader.archive, file, data)
+        except OSError as e:  # a full or read-only disk: the pure path, saying why, not a failed import
+            raise ImportError(f"cannot copy {name} out of {loader.archive}: {e.strerror or e}") from e
+        return _load(name, copy)
     raise ImportError(f"{loader.archive} holds no build of {name} for this Python")
 
 

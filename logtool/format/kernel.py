@@ -158,7 +158,9 @@ def _load() -> tuple[Kernel | None, str | None]:
     except ImportError as e:
         try:  # an audit's executor, importing logtool from the archive the driver shipped
             _kernel = from_archive("logtool.format._kernel")
-        except ImportError:
+        except ImportError as archived:
+            return None, f"the compiled kernel cannot be loaded from the archive ({archived})"
+        if _kernel is None:
             return None, f"the compiled kernel is not installed ({e})"
     return _kernel, None
 

@@ -66,9 +66,10 @@ def _import() -> tuple[Any, str | None]:
         from logtool.store import _mapguard
     except ImportError as e:  # see the module docstring: Windows, or a checkout that was never installed
         try:  # or an audit's executor, importing logtool from the archive the driver shipped
-            return from_archive("logtool.store._mapguard"), None
-        except ImportError:
-            return None, str(e)
+            archived = from_archive("logtool.store._mapguard")
+        except ImportError as failed:
+            return None, str(failed)
+        return (archived, None) if archived is not None else (None, str(e))
     contract: _Extension = _mapguard  # mypy holds the module to what this module calls of it
     return contract, None
 

@@ -65,8 +65,23 @@ def test_without_a_build_for_this_python_the_archive_s_logtool_runs_pure(tmp_pat
             if not item.filename.endswith(".so"):
                 dst.writestr(item, src.read(item))
     seen = _probe(stripped, tmp_path)
-    assert not seen["kernel"] and "not installed" in seen["why_pure"]
-    assert not seen["guard"] and seen["why_unguarded"]
+    assert not seen["kernel"] and "cannot be loaded from the archive" in seen["why_pure"]
+    assert "holds no build of logtool.format._kernel" in seen["why_pure"], seen
+    assert not seen["guard"] and "holds no build of logtool.store._mapguard" in seen["why_unguarded"], seen
+
+
+def test_where_no_copy_can_be_made_the_archive_s_logtool_runs_pure_and_says_why(tmp_path):
+    """Neither beside the archive (a file stands where its directory would) nor in a temporary directory (the
+    one named is gone): as on a full or read-only disk. The import does not fail; the pure path says why."""
+    archive = package_archive(tmp_path)
+    (tmp_path / f"{archive.name}.compiled").write_text("")
+    nowhere = f"import tempfile; tempfile.tempdir = {str(tmp_path / 'gone')!r}\n"
+    p = subprocess.run([sys.executable, "-S", "-c", nowhere + PROBE, str(archive)], capture_output=True, text=True,
+                       cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    seen = json.loads(p.stdout)
+    assert not seen["kernel"] and "cannot copy logtool.format._kernel out of" in seen["why_pure"], seen
+    assert not seen["guard"] and "cannot copy logtool.store._mapguard" in seen["why_unguarded"], seen
 
 
 # A Spark job's Python workers, started where no logtool lies (the daemon puts its working directory first
