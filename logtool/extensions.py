@@ -16,11 +16,21 @@ from typing import Any
 # imports this module, and only an audit's executor needs them.
 
 
-def from_archive(name: str) -> Any:
+def instead(name: str, missing: ImportError) -> tuple[Any, str | None]:
+    """Where the plain import of the compiled module `name` failed with `missing`: (the module loaded from the
+    archive its package came from, None), or (None, why neither can be had, in words that follow the module's
+    own name). Any: its type is its stub's, which the caller's import names."""
+    try:
+        module = _from_archive(name)
+    except ImportError as e:
+        return None, f"cannot be loaded from the archive ({e})"
+    return (module, None) if module is not None else (None, f"is not installed ({missing})")
+
+
+def _from_archive(name: str) -> Any:
     """The compiled module `name` (its package already imported), loaded from a copy of its build in the
-    archive the package was imported from; None where the package is not imported from an archive. Any: its
-    type is its stub's, which the caller's import names. Raises ImportError where the archive holds no build
-    of it for this Python, or no copy can be made."""
+    archive the package was imported from; None where the package is not imported from an archive. Raises
+    ImportError where the archive holds no build of it for this Python, or no copy can be made."""
     package, _, leaf = name.rpartition(".")
     spec = sys.modules[package].__spec__
     loader = spec.loader if spec is not None else None

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
 
-from logtool.extensions import from_archive
+from logtool.extensions import instead
 
 if TYPE_CHECKING:
     from logtool.format import Bytes
@@ -155,13 +155,10 @@ def _load() -> tuple[Kernel | None, str | None]:
         return None, f"{PURE_ENV} is set"
     try:
         from logtool.format import _kernel
-    except ImportError as e:
-        try:  # an audit's executor, importing logtool from the archive the driver shipped
-            _kernel = from_archive("logtool.format._kernel")
-        except ImportError as archived:
-            return None, f"the compiled kernel cannot be loaded from the archive ({archived})"
+    except ImportError as e:  # or an audit's executor, importing logtool from the archive the driver shipped
+        _kernel, why = instead("logtool.format._kernel", e)
         if _kernel is None:
-            return None, f"the compiled kernel is not installed ({e})"
+            return None, f"the compiled kernel {why}"
     return _kernel, None
 
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from logtool.extensions import from_archive
+from logtool.extensions import instead
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
@@ -60,16 +60,15 @@ class _NoTableFullError(RuntimeError):
 
 _c: _Extension | None
 TableFullError: type[RuntimeError]
+
+
 def _import() -> tuple[Any, str | None]:
     """(the extension, None), or (None, why it cannot be imported)."""
     try:
         from logtool.store import _mapguard
     except ImportError as e:  # see the module docstring: Windows, or a checkout that was never installed
-        try:  # or an audit's executor, importing logtool from the archive the driver shipped
-            archived = from_archive("logtool.store._mapguard")
-        except ImportError as failed:
-            return None, str(failed)
-        return (archived, None) if archived is not None else (None, str(e))
+        module, why = instead("logtool.store._mapguard", e)  # or an audit's executor (logtool/extensions.py)
+        return module, None if why is None else f"the SIGBUS guard {why}"
     contract: _Extension = _mapguard  # mypy holds the module to what this module calls of it
     return contract, None
 
