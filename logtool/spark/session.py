@@ -11,8 +11,8 @@ import sys
 import zipfile
 from importlib.machinery import EXTENSION_SUFFIXES
 from importlib.util import MAGIC_NUMBER, source_hash
+from collections.abc import Collection, Iterable
 from pathlib import Path
-from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -138,23 +138,24 @@ def package_archive(folder: Path, skip: Collection[str] = ()) -> Path | None:
     `skip`). Beside each module its compiled code, which Python takes from an archive as it is (unchecked),
     so that no executor compiles the package again; and the compiled extensions as built here, which
     logtool/extensions.py loads from the archive (Python imports none from a zip by itself)."""
-    sources = sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
-    builds = sorted(p for p in PACKAGE.rglob("*") if p.name.endswith(tuple(EXTENSION_SUFFIXES))
-                    and "__pycache__" not in p.parts)
+    def read(paths: Iterable[Path]) -> dict[str, bytes]:  # by the name in the archive, each file read once
+        return {str(p.relative_to(PACKAGE.parent)): p.read_bytes() for p in sorted(paths)
+                if "__pycache__" not in p.parts}
+
+    sources = read(PACKAGE.rglob("*.py"))
+    builds = read(p for p in PACKAGE.rglob("*") if p.name.endswith(tuple(EXTENSION_SUFFIXES)))
     digest = hashlib.sha256()
-    for p in sources + builds:
-        digest.update(str(p.relative_to(PACKAGE.parent)).encode() + b"\0" + p.read_bytes())
+    for inner, data in (sources | builds).items():
+        digest.update(inner.encode() + b"\0" + data)
     name = f"logtool-{digest.hexdigest()[:16]}.zip"
     if name in skip:
         return None
     with zipfile.ZipFile(folder / name, "w", zipfile.ZIP_DEFLATED) as z:
-        for p in sources:
-            inner = str(p.relative_to(PACKAGE.parent))
-            source = p.read_bytes()
+        for inner, source in sources.items():
             z.writestr(inner, source)
             z.writestr(inner[:-3] + ".pyc", _unchecked_pyc(source, inner))
-        for p in builds:
-            z.write(p, str(p.relative_to(PACKAGE.parent)))
+        for inner, data in builds.items():
+            z.writestr(inner, data)
     return folder / name
 
 
