@@ -577,6 +577,31 @@ static inline int index_entry(const unsigned char *d, Py_ssize_t j, int64_t base
 /* IndexRunBounds, by field. */
 enum { AT_BATCH_START, AFTER_PREVIOUS_BATCH, WITHIN_BATCH, ENTRIES_INCREASING, INDEX_BOUNDS };
 
+/* The offset index entries from *j on that name the batch at `pos` whose first offset is `first` (a position
+ * up to its start), as the lens's feed takes them, after a batch that ended at `pbl` (where `has_pbl`): 1 where
+ * each keeps within `bound` (IndexRunBounds), *j then at the first entry past the batch; 0 where one does not
+ * or cannot be read, *j at it. index_run and clean_segment both hold entries to the lens's bounds here. */
+static int entries_keep(const unsigned char *d, Py_ssize_t *j, Py_ssize_t n, int64_t base, int64_t pos,
+                        int64_t first, int has_pbl, int64_t pbl, const int *bound)
+{
+    for (; *j < n; (*j)++) {
+        int64_t offset, at;
+        if (index_entry(d, *j, base, &offset, &at))
+            return 0;
+        if (at > pos)
+            break;
+        if ((bound[AT_BATCH_START] && at != pos) || (bound[AFTER_PREVIOUS_BATCH] && has_pbl && offset <= pbl) ||
+            (bound[WITHIN_BATCH] && offset < first))
+            return 0;
+        if (bound[ENTRIES_INCREASING] && *j + 1 < n) { /* the lens holds the next one to it as it reads it */
+            int64_t next_offset, next_at;
+            if (index_entry(d, *j + 1, base, &next_offset, &next_at) || next_offset <= offset || next_at <= at)
+                return 0;
+        }
+    }
+    return 1;
+}
+
 static PyObject *k_index_run(PyObject *self, PyObject *args)
 {
     PyObject *views, *obj, *pbl_obj, *bounds_obj;
@@ -611,26 +636,11 @@ static PyObject *k_index_run(PyObject *self, PyObject *args)
         if (!is_view(v) || view_field(v, F_POSITION, &pos) || view_field(v, F_BASE, &first) ||
             view_field(v, F_LAST, &last))
             break;
-        /* the entries that name this batch (a position up to its start), as the lens's feed takes them */
-        int64_t offset, at;
-        for (; j < n; j++) {
-            if (index_entry(d, j, base, &offset, &at))
-                goto stop;
-            if (at > pos)
-                break;
-            if ((bound[AT_BATCH_START] && at != pos) || (bound[AFTER_PREVIOUS_BATCH] && has_pbl && offset <= pbl) ||
-                (bound[WITHIN_BATCH] && offset < first))
-                goto stop;
-            if (bound[ENTRIES_INCREASING] && j + 1 < n) { /* the lens holds the next one to it as it reads it */
-                int64_t next_offset, next_at;
-                if (index_entry(d, j + 1, base, &next_offset, &next_at) || next_offset <= offset || next_at <= at)
-                    goto stop;
-            }
-        }
+        if (!entries_keep(d, &j, n, base, pos, first, has_pbl, pbl, bound))
+            break;
         pbl = last;
         has_pbl = 1;
     }
-stop:
     PyBuffer_Release(&b);
     if (!has_pbl)
         return Py_BuildValue("(nnO)", k, j, Py_None);
@@ -982,22 +992,8 @@ static int fold_batch(struct segment_sum *s, const unsigned char *log, const str
     if (__builtin_sub_overflow(h->last, s->base, &rel) || rel < 0 || rel > pb->max_relative)
         return 0;
     /* the offset index entries up to this batch's start, as index_run merges them */
-    for (; s->j < s->n; s->j++) {
-        int64_t offset, at;
-        if (index_entry(index, s->j, s->base, &offset, &at))
-            return 0;
-        if (at > h->pos)
-            break;
-        if ((ib[AT_BATCH_START] && at != h->pos) || (ib[AFTER_PREVIOUS_BATCH] && s->has_pbl && offset <= s->last) ||
-            (ib[WITHIN_BATCH] && offset < h->base))
-            return 0;
-        if (ib[ENTRIES_INCREASING] && s->j + 1 < s->n) {
-            int64_t next_offset, next_at;
-            if (index_entry(index, s->j + 1, s->base, &next_offset, &next_at) || next_offset <= offset ||
-                next_at <= at)
-                return 0;
-        }
-    }
+    if (!entries_keep(index, &s->j, s->n, s->base, h->pos, h->base, s->has_pbl, s->last, ib))
+        return 0;
     /* the time index entries this batch's offsets reach, each the largest max timestamp so far */
     int64_t ts = 0, offset = 0;
     if (s->t < s->tn) {
