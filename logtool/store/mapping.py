@@ -9,6 +9,7 @@ import errno
 import mmap
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Self
 
@@ -96,7 +97,12 @@ def open_readonly(path: Path) -> tuple[GuardedMap | bytes, int]:
         os.close(fd)
 
 
-def read_small(path: Path | str, below: int) -> tuple[bytes, int] | None:
+# Called with a small file's descriptor and `fstat` before it is read; what it returns, if anything, is called
+# once the read is over (store/pacing.py gives back the pages the read brought into the page cache).
+AroundRead = Callable[[int, os.stat_result], Callable[[], None] | None]
+
+
+def read_small(path: Path | str, below: int, around: AroundRead | None = None) -> tuple[bytes, int] | None:
     """(the file's bytes, its mtime in ns) when it is a regular file of fewer than `below` bytes, read whole
     with one read of the size `fstat` gives (a mapping's length): a mapping of a small file (its SIGBUS guard,
     the faults, the unmap) costs more than the copy, and a log dir of thousands of small partitions has
@@ -107,7 +113,12 @@ def read_small(path: Path | str, below: int) -> tuple[bytes, int] | None:
         size = st.st_size
         if size >= below:
             return None
-        data = os.read(fd, size) if size else b""
+        after = around(fd, st) if around is not None else None
+        try:
+            data = os.read(fd, size) if size else b""
+        finally:
+            if after is not None:
+                after()
         return (data, st.st_mtime_ns) if len(data) == size else None
     finally:
         os.close(fd)

@@ -22,8 +22,10 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
+
+from logtool.store.mapping import read_small
 
 PAGE = mmap.PAGESIZE
 # How often the walker calls back: often enough to pace smoothly at a few MB/s.
@@ -73,6 +75,22 @@ class ReadPolicy:
     def open(self, path: Path, size: int) -> "Pacer":
         return Pacer(self, path, size)
 
+    def read_small(self, path: Path, below: int) -> tuple[bytes, int] | None:
+        """`mapping.read_small` under this policy: with `spare_cache`, the file's residency probed before the
+        read and the pages the read brought in given back right after it (a copy leaves nothing mapped), so
+        that a small file costs a probe and no `Pacer`; its bytes paced."""
+        small = read_small(path, below, partial(_spared, path) if self.spare_cache else None)
+        if small is not None:
+            self.spend(len(small[0]))
+        return small
+
+    def spend(self, n: int) -> None:
+        """`n` more bytes were read: paced, and counted for the progress display."""
+        if self.throttle is not None:
+            self.throttle.spend(n)
+        if self.on_bytes is not None:
+            self.on_bytes(n)
+
 
 def read_policy(max_rate_mb: float | None, spare_cache: bool) -> ReadPolicy | None:
     """The policy for `--max-read-rate MB/s` and `--spare-page-cache`; None when neither asks for one."""
@@ -85,11 +103,11 @@ class Pacer:
     """One segment file under a `ReadPolicy` policy: paces its bytes and gives back the pages it brought in."""
 
     def __init__(self, policy: ReadPolicy, path: Path, size: int) -> None:
-        self.throttle, self.on_bytes, self.size, self.counted = policy.throttle, policy.on_bytes, size, 0
+        self.policy, self.size, self.counted = policy, size, 0
         self.fd: int | None = None
         self.cached = bytearray()  # one byte per page from 0: 1 when it was in the page cache before we read
         self.dropped = 0  # pages below this index have been given back (or kept)
-        if policy.spare_cache and size and _mincore_sees_cache(path):
+        if policy.spare_cache and size and _mincore_sees_cache(path, os.stat(path)):
             self.fd = os.open(path, os.O_RDONLY)
             self._probe(self.fd, min(size, LOOKAHEAD))
 
@@ -111,10 +129,7 @@ class Pacer:
 
     def _spend(self, pos: int) -> None:
         if pos > self.counted:
-            if self.throttle is not None:
-                self.throttle.spend(pos - self.counted)
-            if self.on_bytes is not None:
-                self.on_bytes(pos - self.counted)
+            self.policy.spend(pos - self.counted)
             self.counted = pos
 
     def _probe(self, fd: int, end: int) -> None:
@@ -123,23 +138,56 @@ class Pacer:
             self.cached += residency(fd, start, end - start)
 
     def _drop(self, fd: int, upto: int) -> None:
-        """Give back the pages below index `upto` that were not cached before we read them, in runs."""
         upto = min(upto, len(self.cached))
-        page = self.cached.find(0, self.dropped, upto)
-        while page != -1:
-            run = self.cached.find(1, page, upto)
-            run = upto if run == -1 else run
-            os.posix_fadvise(fd, page * PAGE, (run - page) * PAGE, os.POSIX_FADV_DONTNEED)
-            page = self.cached.find(0, run, upto)
+        give_back(fd, self.cached, self.dropped, upto)
         self.dropped = max(self.dropped, upto)
 
 
-def _mincore_sees_cache(path: Path) -> bool:
-    """Linux reports page-cache residency of a file mapping only to its owner or to a process that may write
-    the file (mm/mincore.c, `can_do_mincore`); anyone else sees only its own mapped pages."""
+def give_back(fd: int, cached: bytes | bytearray, start: int, upto: int) -> None:
+    """Give back, in runs, the pages of index `start` to `upto` that were not cached (0 in `cached`) before
+    we read them."""
+    page = cached.find(0, start, upto)
+    while page != -1:
+        run = cached.find(1, page, upto)
+        run = upto if run == -1 else run
+        os.posix_fadvise(fd, page * PAGE, (run - page) * PAGE, os.POSIX_FADV_DONTNEED)
+        page = cached.find(0, run, upto)
+
+
+def _spared(path: Path, fd: int, st: os.stat_result) -> Callable[[], None] | None:
+    """Before a small file is read whole (mapping.read_small): its residency; after, the pages it did not
+    have cached given back."""
+    if not st.st_size or _cached_whole(fd, st.st_size) or not _mincore_sees_cache(path, st):
+        return None
+    before = residency(fd, 0, st.st_size)
+    if 0 not in before:
+        return None
+    return lambda: give_back(fd, before, 0, len(before))
+
+
+def _cached_whole(fd: int, size: int) -> bool:
+    """Whether every page of the file is in the page cache, which a live broker's recent segments mostly
+    are: a read that may not wait for the disk (RWF_NOWAIT) gets it all. One system call where the probe
+    takes three. A page it misses, the kernel starts reading ahead; the probe made next still sees it
+    missing (it has not arrived), or, if it has, counts it as cached before and keeps it: the side this
+    module errs on."""
+    if not _NOWAIT:  # without the flag the read would wait, and tell nothing
+        return False
     try:
-        if os.stat(path).st_uid == os.geteuid():
-            return True
+        return os.preadv(fd, [bytearray(size)], 0, _NOWAIT) == size
+    except OSError:  # EAGAIN: a page is not cached; or the file system cannot read without waiting
+        return False
+
+
+_NOWAIT = getattr(os, "RWF_NOWAIT", 0)
+
+
+def _mincore_sees_cache(path: Path, st: os.stat_result) -> bool:
+    """Linux reports page-cache residency of a file mapping only to its owner or to a process that may write
+    the file (mm/mincore.c, `can_do_mincore`); anyone else sees only its own mapped pages. `st`: its stat."""
+    if st.st_uid == os.geteuid():
+        return True
+    try:
         return os.access(path, os.W_OK, effective_ids=os.access in os.supports_effective_ids)
     except OSError:
         return False

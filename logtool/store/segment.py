@@ -6,7 +6,6 @@ from __future__ import annotations
 import errno
 import mmap
 import os
-import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -135,7 +134,8 @@ class Segment:
         if self._buf is None:
             # A small file is read whole, as a small index is (sidefile.MAPPED_FROM): a mapping of it costs more
             # than the copy, and the kernel sums up only a segment read whole.
-            small = read_small(self.log_path, _SMALL) if self.reading is None else self._read_small_paced()
+            small = read_small(self.log_path, _SMALL) if self.reading is None else \
+                self.reading.read_small(self.log_path, _SMALL)
             if small is not None:
                 self._buf, self.opened_mtime_ns = small
                 self._size = self._file_size = len(self._buf)
@@ -151,26 +151,6 @@ class Segment:
             if self.reading is not None:
                 self._pacer = self.reading.open(self.log_path, self._size)
         return self
-
-    def _read_small_paced(self) -> tuple[bytes, int] | None:
-        """`read_small` under the read policy: the pacer made (the pages' residency probed) before the read,
-        so that closing the segment gives back the pages the read brought in, as for a mapping, and counts
-        its bytes. None where the file is not a small regular one (it is then mapped)."""
-        assert self.reading is not None
-        st = os.stat(self.log_path)
-        if not stat.S_ISREG(st.st_mode) or st.st_size >= _SMALL:
-            return None
-        pacer = self.reading.open(self.log_path, st.st_size)
-        try:
-            small = read_small(self.log_path, _SMALL)
-        except BaseException:
-            pacer.close()
-            raise
-        if small is None or len(small[0]) != st.st_size:  # changed under us: mapped as it is now
-            pacer.close()
-            return None
-        self._pacer = pacer
-        return small
 
     def close(self) -> None:
         if isinstance(self._buf, mmap.mmap):

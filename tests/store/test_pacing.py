@@ -12,6 +12,7 @@ from logtool.checks.engine import check_target
 from logtool.store import pacing as pacing_module
 from logtool.store import segment as segment_module
 from logtool.store.discover import Target
+from logtool.store.mapping import read_small
 from logtool.store.sidefile import MAPPED_FROM
 from logtool.store.pacing import EVERY, FOLIO, PAGE, ReadPolicy, Throttle, read_policy, residency
 
@@ -169,11 +170,11 @@ def test_without_spare_cache_the_walk_leaves_its_pages(big):
     assert mostly_cached(fd)
 
 
-def test_nothing_is_dropped_when_mincore_cannot_see_the_cache(big, monkeypatch):
+def test_nothing_is_dropped_when_mincore_cannot_see_the_cache(either, monkeypatch):
     # Linux hides page-cache residency from a process that neither owns nor may write the file: then every
     # page must count as the broker's.
-    part, _, fd = big
-    monkeypatch.setattr(pacing_module, "_mincore_sees_cache", lambda path: False)
+    part, _, fd = either
+    monkeypatch.setattr(pacing_module, "_mincore_sees_cache", lambda path, st: False)
     evict(fd)
     check_target(Target(part), False, read_policy(None, spare_cache=True))
     assert mostly_cached(fd)
@@ -200,6 +201,9 @@ def test_walker_calls_back_every_so_many_bytes(big):
         def open(self, path, size):
             return Recorder(path, size)
 
+        def read_small(self, path, below):  # the partition's small files: read as without a policy
+            return read_small(path, below)
+
     check_target(Target(part), False, Policy())
     size = log.stat().st_size
     assert closed == [True] and seen and seen[-1] > size - 2 * EVERY  # no long stretch goes unpaced
@@ -215,3 +219,15 @@ def test_verify_options_change_no_finding(big):
     assert json.loads(gentle_run.stdout) == json.loads(plain.stdout)
     bad = run_logtool("verify", "--max-read-rate", "0", str(part))
     assert bad.returncode == 16 and "Traceback" not in bad.stderr
+
+
+def test_where_reads_cannot_skip_the_disk_a_small_file_is_still_spared(small, monkeypatch):
+    # Without RWF_NOWAIT (another platform, or a file system that refuses it) every small file is probed.
+    part, log, fd = small
+    monkeypatch.setattr(pacing_module, "_NOWAIT", 0)
+    evict(fd)
+    check_target(Target(part), False, read_policy(None, spare_cache=True))
+    assert mostly_evicted(fd)
+    log.read_bytes()
+    check_target(Target(part), False, read_policy(None, spare_cache=True))
+    assert mostly_cached(fd)
