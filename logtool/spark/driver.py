@@ -260,10 +260,14 @@ def _check(spark: SparkSession, units: list[Unit], settings: Settings,
 
 
 def _tagged(spark: SparkSession, rows: RDD[tuple]) -> DataFrame:
-    """The check tasks' rows as a DataFrame. spark/rows.py builds them to `rows.TAGGED`: PySpark's check of
-    each row against the schema, in the Python workers, would only repeat that, at a cost per row of the
-    order of the row's own building."""
-    return spark.createDataFrame(rows, TAGGED, verifySchema=False)
+    """The check tasks' rows as a DataFrame. spark/rows.py builds them as Spark holds values of `rows.TAGGED`
+    (tuples, lists, timestamps in microseconds), so they go to the JVM as they are: PySpark's
+    createDataFrame would walk every row again in the Python workers to convert it to that very form, at a
+    cost per row of the order of its building (tests/spark/test_tagged_rows.py holds the rows to the form)."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None  # a live context's
+    objects = jvm.SerDeUtil.toJavaArray(rows._to_java_object_rdd())
+    return DataFrame(spark._jsparkSession.applySchemaToPythonRDD(objects.rdd(), TAGGED.json()), spark)
 
 
 def _gather(rows: DataFrame) -> list[tuple[str, bytes]]:

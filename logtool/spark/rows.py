@@ -1,7 +1,6 @@
 """The audit's tables: their Parquet schemas, and the rows built from verify's reports (on the executors)."""
 from __future__ import annotations
 
-import datetime
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
@@ -110,15 +109,18 @@ def checked_findings(c: Checked) -> list[tuple]:
     return rows
 
 
-def timestamp(ms: int | None) -> datetime.datetime | None:
-    """A record timestamp (epoch milliseconds) as a timestamp; None for Kafka's -1 (none) and for what no
-    calendar holds (a corrupt value)."""
-    if ms is None or ms < 0:
+# The latest record timestamp a table holds: the end of year 9999, as far as Python's datetime (and every
+# reader of the tables) goes; past it the value is corrupt.
+_LAST_MS = 253_402_300_799_999
+
+
+def timestamp(ms: int | None) -> int | None:
+    """A record timestamp (epoch milliseconds) as a Spark timestamp column holds it (microseconds since the
+    epoch: the rows go to the JVM as they are, see driver._tagged); None for Kafka's -1 (none) and for what
+    no calendar holds (a corrupt value)."""
+    if ms is None or not 0 <= ms <= _LAST_MS:
         return None
-    try:
-        return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC)
-    except (OverflowError, OSError, ValueError):
-        return None
+    return ms * 1000
 
 
 def partition_row(c: Checked) -> tuple:

@@ -2,6 +2,7 @@
 checked, the driver adds the tallies up with the findings about PATHs and log dirs it already has."""
 from __future__ import annotations
 
+import datetime
 import heapq
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -141,18 +142,23 @@ _SUMS = ("partitions", "segments", "bytes", "batches")
 _COUNTERS = tuple(f.name for f in fields(Tally) if f.type == "Counter")
 
 
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
 def _day_of_damage(row: dict) -> str:
     """The UTC day of the last record written before the partition's damage: the latest timestamp of the
     damaged segment's valid prefix, or of the segments before it when that prefix holds none ("unknown"
     when none does)."""
     latest = None
     for segment in row["segments"]:  # in offset order, up to the damaged one
-        ts = segment[10]  # its max_timestamp: a timestamp, None where it has none
+        ts = segment[10]  # its max_timestamp: microseconds (rows.timestamp), None where it has none
         if ts is not None:
             latest = ts if latest is None else max(latest, ts)
         if segment[0] == row["first_invalid_segment"]:
             break
-    return "unknown" if latest is None else latest.date().isoformat()
+    if latest is None:
+        return "unknown"
+    return (_EPOCH + datetime.timedelta(microseconds=latest)).date().isoformat()
 
 
 def _breakdown(key: str, findings: Counter, damaged: Counter) -> list[dict]:
