@@ -8,13 +8,17 @@ import datetime
 import json
 import math
 import pickle
+import tempfile
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial, reduce
+from pathlib import Path
 
+from py4j.protocol import Py4JError
 from pyspark import RDD, Accumulator, SparkContext, StorageLevel
+from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.util import InheritableThread
@@ -53,12 +57,13 @@ def run_audit(spark: SparkSession, audit: Audit, startup_seconds: float | None =
     --replicas), each under audit_id=ID/ so that audits accumulate; DIR/summary.json (the latest audit's, and
     DIR/summaries/ID.json); return the result, whose document is the summary written."""
     sc = spark.sparkContext
-    ship(spark)
-    preflight(spark)
     audited_at = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
     # Sortable by time, unique by its random part.
     audit_id = f"{audited_at:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
     group = f"logtool-audit-{audit_id}"
+    warming = _warm_up(spark, group)
+    ship(spark)
+    preflight(spark)
     began = time.perf_counter()
     listings = _list(sc, audit.paths, f"{group}-listing")
     log_dirs = [ld for listing in listings for ld in listing.report.log_dirs]
@@ -84,6 +89,7 @@ def run_audit(spark: SparkSession, audit: Audit, startup_seconds: float | None =
     verdicts = fleet_verdicts(listings, (pickle.loads(b) for kind, b in sent if kind == JUDGED))
     checked_at = time.perf_counter()
 
+    warming.join()  # long over, but for a fleet of a few partitions: its table is not written beside ours
     sc.setJobGroup(f"{group}-output", "logtool audit: writing the tables")
     out = _Output(spark, audit.output, audit_id, audited_at)
     with job_progress(sc, f"{group}-output", "writing the tables"):
@@ -105,6 +111,31 @@ def run_audit(spark: SparkSession, audit: Audit, startup_seconds: float | None =
     out.text(f"summaries/{audit_id}.json", text)
     out.text("summary.json", text)
     return Audited(summary)
+
+
+def _warm_up(spark: SparkSession, group: str) -> InheritableThread:
+    """Start, beside the listing, what a Spark session pays once for its first queries, whatever their size:
+    the SQL engine's classes loaded and its first plans compiled for the check rows (rows.TAGGED cached,
+    then filtered) and, with a local master, for the Parquet writer (an empty table written to a directory
+    of its own, on this machine, which a cluster's executors would not share). The audit's own queries then
+    find them ready (bench/results/audit_many.md). Best effort: a warm-up that fails leaves the audit's own
+    queries to pay, and to report any error, as they did before."""
+    def run() -> None:
+        spark.sparkContext.setJobGroup(f"{group}-warm-up", "logtool audit: starting Spark SQL")
+        try:
+            cached = spark.createDataFrame([], TAGGED).persist()
+            _kind(cached, MISPLACED).select("blob")._jdf.queryExecution().toRdd()  # planned and compiled, not run
+            cached.unpersist()
+            if (spark.sparkContext.master or "").startswith("local"):
+                with tempfile.TemporaryDirectory(prefix="logtool-warm-up-") as scratch:
+                    _Output.stamped(spark.createDataFrame([], VERDICTS), datetime.datetime.now(datetime.UTC)) \
+                        .write.parquet(Path(scratch, "table").as_uri())
+        except (Py4JError, PySparkException, OSError):
+            pass
+
+    thread = InheritableThread(target=run, name="logtool-audit-warm-up", daemon=True)
+    thread.start()
+    return thread
 
 
 def _write(spark: SparkSession, out: "_Output", audit: Audit, counted: Tally, rows: list[DataFrame],
@@ -293,7 +324,12 @@ class _Output:
 
     def table(self, name: str, df: DataFrame) -> None:
         # The partition column's value is its directory's name, as Spark, DuckDB and Arrow read hive layouts.
-        df.withColumn("audited_at", F.lit(self.audited_at)).write.mode("overwrite").parquet(self._here(name))
+        self.stamped(df, self.audited_at).write.mode("overwrite").parquet(self._here(name))
+
+    @staticmethod
+    def stamped(df: DataFrame, audited_at: datetime.datetime) -> DataFrame:
+        """A table's rows with the time the audit began."""
+        return df.withColumn("audited_at", F.lit(audited_at))
 
     def read(self, name: str) -> DataFrame:
         return self.spark.read.parquet(self._here(name)).drop("audited_at")

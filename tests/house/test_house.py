@@ -225,6 +225,8 @@ WRITE_ALLOWED = {
                                 "(mkdir + ZipFile 'w') for the executors",
     "logtool/extensions.py": "on an audit's executor, copies a compiled module out of the archive ship() made "
                              "into a directory of its own beside that archive (or a new temporary one), to load it",
+    "logtool/spark/driver.py": "with a local master, the audit's warm-up writes an empty Parquet table into a new "
+                               "temporary directory of its own, removed at once (the tables go where --output says)",
     "logtool/spark/jvm_stderr.py": "passes the JVM's stderr lines on to fd 2 with os.write (a daemon thread must "
                                    "not hold sys.stderr's lock when the interpreter exits)",
 }
