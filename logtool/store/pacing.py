@@ -19,13 +19,15 @@ from __future__ import annotations
 import ctypes
 import mmap
 import os
+import platform
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache, partial
 from pathlib import Path
 
-from logtool.store.mapping import read_small
+from logtool.store.mapping import AroundRead, read_small
 
 PAGE = mmap.PAGESIZE
 # How often the walker calls back: often enough to pace smoothly at a few MB/s.
@@ -76,13 +78,17 @@ class ReadPolicy:
         return Pacer(self, path, size)
 
     def read_small(self, path: Path, below: int) -> tuple[bytes, int] | None:
-        """`mapping.read_small` under this policy: with `spare_cache`, the file's residency probed before the
-        read and the pages the read brought in given back right after it (a copy leaves nothing mapped), so
-        that a small file costs a probe and no `Pacer`; its bytes paced."""
-        small = read_small(path, below, partial(_spared, path) if self.spare_cache else None)
+        """`mapping.read_small` under this policy (its bytes paced): a small file costs a probe, no `Pacer`."""
+        small = read_small(path, below, self.around(path))
         if small is not None:
             self.spend(len(small[0]))
         return small
+
+    def around(self, path: Path | str) -> AroundRead | None:
+        """What a small file read whole under this policy (a segment, an index) is read within: with
+        `spare_cache`, its residency probed before the read and the pages the read brought in given back
+        right after it (a copy leaves nothing mapped)."""
+        return partial(_spared, path) if self.spare_cache else None
 
     def spend(self, n: int) -> None:
         """`n` more bytes were read: paced, and counted for the progress display."""
@@ -154,10 +160,10 @@ def give_back(fd: int, cached: bytes | bytearray, start: int, upto: int) -> None
         page = cached.find(0, run, upto)
 
 
-def _spared(path: Path, fd: int, st: os.stat_result) -> Callable[[], None] | None:
+def _spared(path: Path | str, fd: int, st: os.stat_result) -> Callable[[], None] | None:
     """Before a small file is read whole (mapping.read_small): its residency; after, the pages it did not
     have cached given back."""
-    if not st.st_size or _cached_whole(fd, st.st_size) or not _mincore_sees_cache(path, st):
+    if not st.st_size or not _mincore_sees_cache(path, st) or _cached_whole(fd, st.st_size):
         return None
     before = residency(fd, 0, st.st_size)
     if 0 not in before:
@@ -166,23 +172,33 @@ def _spared(path: Path, fd: int, st: os.stat_result) -> Callable[[], None] | Non
 
 
 def _cached_whole(fd: int, size: int) -> bool:
-    """Whether every page of the file is in the page cache, which a live broker's recent segments mostly
-    are: a read that may not wait for the disk (RWF_NOWAIT) gets it all. One system call where the probe
-    takes three. A page it misses, the kernel starts reading ahead; the probe made next still sees it
-    missing (it has not arrived), or, if it has, counts it as cached before and keeps it: the side this
-    module errs on."""
-    if not _NOWAIT:  # without the flag the read would wait, and tell nothing
+    """Whether every page of the file is in the page cache, as a live broker's recent files mostly are: one
+    `cachestat` call (Linux 6.5 and later), which reads nothing and starts no read, where the probe takes
+    three. False where it cannot tell (an older kernel, a sandbox that refuses the call): the probe decides."""
+    libc = _libc()
+    if libc is None or _CACHESTAT is None:
         return False
-    try:
-        return os.preadv(fd, [bytearray(size)], 0, _NOWAIT) == size
-    except OSError:  # EAGAIN: a page is not cached; or the file system cannot read without waiting
+    counts = _Cachestat()
+    if libc.syscall(_CACHESTAT, fd, ctypes.byref(_Range(0, 0)), ctypes.byref(counts), 0) != 0:  # 0: to the end
         return False
+    cached: int = counts.nr_cache
+    return cached >= -(-size // PAGE)
 
 
-_NOWAIT = getattr(os, "RWF_NOWAIT", 0)
+class _Range(ctypes.Structure):  # struct cachestat_range
+    _fields_ = [("off", ctypes.c_uint64), ("len", ctypes.c_uint64)]
 
 
-def _mincore_sees_cache(path: Path, st: os.stat_result) -> bool:
+class _Cachestat(ctypes.Structure):  # struct cachestat
+    _fields_ = [(name, ctypes.c_uint64) for name in
+                ("nr_cache", "nr_dirty", "nr_writeback", "nr_evicted", "nr_recently_evicted")]
+
+
+# cachestat's number, one for every architecture (Linux numbers its system calls alike since 5.1) but alpha.
+_CACHESTAT: int | None = 451 if sys.platform == "linux" and platform.machine() != "alpha" else None
+
+
+def _mincore_sees_cache(path: Path | str, st: os.stat_result) -> bool:
     """Linux reports page-cache residency of a file mapping only to its owner or to a process that may write
     the file (mm/mincore.c, `can_do_mincore`); anyone else sees only its own mapped pages. `st`: its stat."""
     if st.st_uid == os.geteuid():
@@ -214,7 +230,8 @@ def residency(fd: int, offset: int, length: int) -> bytes:
 
 @cache
 def _libc() -> ctypes.CDLL | None:
-    """libc with the prototypes `residency` needs (mapping a range without faulting it in), or None."""
+    """libc with the prototypes `residency` (mapping a range without faulting it in) and `_cached_whole`
+    need, or None."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.mmap.restype = ctypes.c_void_p
@@ -224,6 +241,7 @@ def _libc() -> ctypes.CDLL | None:
         libc.mincore.restype = ctypes.c_int
         libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
         libc.munmap.restype = ctypes.c_int
+        libc.syscall.restype = ctypes.c_long
         return libc
     except (OSError, AttributeError):
         return None

@@ -197,7 +197,7 @@ class Segment:
         name = os.path.basename(path)
         if self.listed is not None and name not in self.listed:
             return SideFile(name, None)
-        return read_side(path, mapped=True, name=name)
+        return read_side(path, mapped=True, name=name, around=self.reading.around(path) if self.reading else None)
 
     def path_with(self, suffix: str) -> Path:
         """The path of the segment's file with this suffix (its .index, .timeindex, .txnindex)."""

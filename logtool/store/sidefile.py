@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from logtool.store.mapping import GuardedMap, open_regular
+from logtool.store.mapping import AroundRead, GuardedMap, open_regular_stat
 from logtool.findings import SIDE_FILE_TOO_LARGE, UNREADABLE
 
 
@@ -53,19 +53,27 @@ SIDE_FILE_LIMIT = 64 << 20
 MAPPED_FROM = 1 << 20
 
 
-def read_side(path: Path | str, mapped: bool = False, name: str | None = None) -> SideFile:
+def read_side(path: Path | str, mapped: bool = False, name: str | None = None,
+              around: AroundRead | None = None) -> SideFile:
     """Read a file once; `mapped` maps it instead when it is large (index files can be, and are read in place).
-    `name`: the file's name, when the caller has it (else it is taken from `path`)."""
+    `name`: the file's name, when the caller has it (else it is taken from `path`). `around`: as for
+    mapping.read_small, when the file is read (a read policy's sparing of the page cache)."""
     if name is None:
         name = os.path.basename(path)
     try:
-        fd, size = open_regular(path)
+        fd, st = open_regular_stat(path)
+        size = st.st_size
         try:
             if mapped and size >= MAPPED_FROM:
                 return SideFile(name, GuardedMap(fd, size))
             if size > SIDE_FILE_LIMIT:
                 return SideFile(name, None, f"{size} bytes, more than Kafka ever writes in this file", too_large=True)
-            data = _read_all(fd, size)
+            after = around(fd, st) if around is not None else None
+            try:
+                data = _read_all(fd, size)
+            finally:
+                if after is not None:
+                    after()
         finally:
             os.close(fd)
     except FileNotFoundError:

@@ -106,13 +106,13 @@ def test_a_file_cut_before_it_is_read_is_mapped_as_it_is_then(log_dir, monkeypat
 def test_side_files_not_in_the_listing_are_not_looked_for(log_dir, monkeypatch):
     """The listing says there is no .txnindex: nothing opens one, and the reports are those of a lookup."""
     looked: list[str] = []
-    opened = sidefile.open_regular
+    opened = sidefile.open_regular_stat
 
     def counting(path):
         looked.append(os.path.basename(path))
         return opened(path)
 
-    monkeypatch.setattr(sidefile, "open_regular", counting)
+    monkeypatch.setattr(sidefile, "open_regular_stat", counting)
     rep = check_target(Target(log_dir / "small-1"), deep=False)
     assert not any(name.endswith(".txnindex") for name in looked), looked
     assert rep.segments[0].indexes == {"index": 16, "timeindex": 12}

@@ -204,6 +204,9 @@ def test_walker_calls_back_every_so_many_bytes(big):
         def read_small(self, path, below):  # the partition's small files: read as without a policy
             return read_small(path, below)
 
+        def around(self, path):
+            return None
+
     check_target(Target(part), False, Policy())
     size = log.stat().st_size
     assert closed == [True] and seen and seen[-1] > size - 2 * EVERY  # no long stretch goes unpaced
@@ -221,13 +224,33 @@ def test_verify_options_change_no_finding(big):
     assert bad.returncode == 16 and "Traceback" not in bad.stderr
 
 
-def test_where_reads_cannot_skip_the_disk_a_small_file_is_still_spared(small, monkeypatch):
-    # Without RWF_NOWAIT (another platform, or a file system that refuses it) every small file is probed.
+def test_without_cachestat_a_small_file_is_still_spared(small, monkeypatch):
+    # A kernel before 6.5 (or a sandbox refusing the call): every small file is probed.
     part, log, fd = small
-    monkeypatch.setattr(pacing_module, "_NOWAIT", 0)
+    monkeypatch.setattr(pacing_module, "_CACHESTAT", None)
     evict(fd)
     check_target(Target(part), False, read_policy(None, spare_cache=True))
     assert mostly_evicted(fd)
     log.read_bytes()
     check_target(Target(part), False, read_policy(None, spare_cache=True))
     assert mostly_cached(fd)
+
+
+def test_the_small_index_files_of_a_segment_are_spared_too(small):
+    part, log, _ = small
+    indexes = [log.with_suffix(".index"), log.with_suffix(".timeindex")]
+    fds = [os.open(p, os.O_RDONLY) for p in indexes]
+    try:
+        assert all(0 < os.fstat(fd).st_size < MAPPED_FROM for fd in fds)  # read whole, not mapped
+        for fd in fds:
+            os.fsync(fd)
+            evict(fd)
+        check_target(Target(part), False, read_policy(None, spare_cache=True))
+        assert all(mostly_evicted(fd) for fd in fds)
+        for p in indexes:
+            p.read_bytes()
+        check_target(Target(part), False, read_policy(None, spare_cache=True))
+        assert all(mostly_cached(fd) for fd in fds)
+    finally:
+        for fd in fds:
+            os.close(fd)
