@@ -113,7 +113,7 @@ class Pacer:
         self.fd: int | None = None
         self.cached = bytearray()  # one byte per page from 0: 1 when it was in the page cache before we read
         self.dropped = 0  # pages below this index have been given back (or kept)
-        if policy.spare_cache and size and _mincore_sees_cache(path, os.stat(path)):
+        if policy.spare_cache and size and _mincore_sees_cache(path):
             self.fd = os.open(path, os.O_RDONLY)
             self._probe(self.fd, min(size, LOOKAHEAD))
 
@@ -198,12 +198,13 @@ class _Cachestat(ctypes.Structure):  # struct cachestat
 _CACHESTAT: int | None = 451 if sys.platform == "linux" and platform.machine() != "alpha" else None
 
 
-def _mincore_sees_cache(path: Path | str, st: os.stat_result) -> bool:
+def _mincore_sees_cache(path: Path | str, st: os.stat_result | None = None) -> bool:
     """Linux reports page-cache residency of a file mapping only to its owner or to a process that may write
-    the file (mm/mincore.c, `can_do_mincore`); anyone else sees only its own mapped pages. `st`: its stat."""
-    if st.st_uid == os.geteuid():
-        return True
+    the file (mm/mincore.c, `can_do_mincore`); anyone else sees only its own mapped pages. `st`: its stat,
+    when the caller has it."""
     try:
+        if (st or os.stat(path)).st_uid == os.geteuid():
+            return True
         return os.access(path, os.W_OK, effective_ids=os.access in os.supports_effective_ids)
     except OSError:
         return False

@@ -174,7 +174,7 @@ def test_nothing_is_dropped_when_mincore_cannot_see_the_cache(either, monkeypatc
     # Linux hides page-cache residency from a process that neither owns nor may write the file: then every
     # page must count as the broker's.
     part, _, fd = either
-    monkeypatch.setattr(pacing_module, "_mincore_sees_cache", lambda path, st: False)
+    monkeypatch.setattr(pacing_module, "_mincore_sees_cache", lambda path, st=None: False)
     evict(fd)
     check_target(Target(part), False, read_policy(None, spare_cache=True))
     assert mostly_cached(fd)
