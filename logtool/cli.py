@@ -91,6 +91,15 @@ def _terminate(signum: int, frame: object) -> None:
     raise _Terminated()
 
 
+def _interrupted() -> tuple[int, tuple[str, str]]:
+    """Say the command was interrupted. It has cleaned up on its way here: a second Ctrl-C (or the same one,
+    sent to the whole process group) would only break the exit with a traceback from some object's __del__."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    print("logtool: interrupted (SIGINT)", file=sys.stderr)
+    return exitcodes.OPERATIONAL, ("operational", "interrupted")
+
+
 def main(argv: list[str] | None = None) -> None:
     words = sys.argv[1:] if argv is None else argv
     # SIGTERM ends a command as Ctrl-C does, with its line (a repair defers both to the end of a step).
@@ -106,8 +115,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"logtool: {e.format_message()}", file=sys.stderr)
         rc, failed = exitcodes.USAGE, ("usage", e.format_message())
     except (click.Abort, KeyboardInterrupt):  # click turns a Ctrl-C inside a command into Abort
-        print("logtool: interrupted (SIGINT)", file=sys.stderr)
-        rc, failed = exitcodes.OPERATIONAL, ("operational", "interrupted")
+        rc, failed = _interrupted()
     except _Terminated:
         print("logtool: terminated (SIGTERM)", file=sys.stderr)
         rc, failed = 128 + signal.SIGTERM, ("operational", "terminated")

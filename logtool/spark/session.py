@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import logging
 import marshal
 import os
 import shutil
+import signal
 import sys
+import threading
 import zipfile
 from importlib.machinery import EXTENSION_SUFFIXES
 from importlib.util import MAGIC_NUMBER, source_hash
@@ -57,6 +60,12 @@ def start(master: str | None, conf: dict[str, str]) -> tuple["SparkSession", boo
     Python workers with this interpreter (which has logtool's dependencies) and logs fatal errors only.
     Under spark-submit, spark-submit's master and settings apply."""
     require()
+    root = logging.getLogger()
+    if not root.handlers:
+        # Py4J logs through the root logger, whose first record would give it a stderr handler
+        # (logging.basicConfig): tracebacks of the calls a Ctrl-C interrupted, and of the connections
+        # closed after it. logtool says what went wrong in its own lines.
+        root.addHandler(logging.NullHandler())
     from pyspark import SparkConf
     from pyspark.errors import PySparkException
     from pyspark.sql import SparkSession
@@ -99,7 +108,16 @@ def start(master: str | None, conf: dict[str, str]) -> tuple["SparkSession", boo
             from None
     if submitted and "spark.log.level" not in conf:
         spark.sparkContext.setLogLevel("ERROR")  # spark-submit's JVM logged its start already; quiet from here on
+    _plain_interrupt()
     return spark, True
+
+
+def _plain_interrupt() -> None:
+    """Ctrl-C a plain KeyboardInterrupt again, once a SparkContext is made: PySpark's handler calls into the
+    JVM from inside the signal handler, on the connection the interrupted call is reading, and Py4J logs
+    that failure with its traceback. The command stops the session on its way out, which cancels its jobs."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _launch_jvm(conf: "SparkConf") -> None:
@@ -116,6 +134,7 @@ def _launch_jvm(conf: "SparkConf") -> None:
     finally:
         os.close(stderr)
     SparkContext(conf=conf, gateway=gateway)
+    _plain_interrupt()
 
 
 def ship(spark: "SparkSession") -> None:
