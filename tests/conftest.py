@@ -61,6 +61,17 @@ def fast():
     return kernel.KERNEL
 
 
+@pytest.fixture(scope="session")
+def slow_target(tmp_path_factory):
+    """A 16 MB partition, which a command reads at 1 MB/s (`--max-read-rate 1`) to be still reading when a
+    signal comes (test_signals.py, spark/test_interrupt.py)."""
+    from fixtures import generator as g
+
+    part = tmp_path_factory.mktemp("signals") / "big-0"
+    g.write_big(part, 16 << 20)
+    return part
+
+
 @pytest.fixture
 def case_copy(tmp_path):
     """Copy a Kafka-written case's partition dir into tmp_path, for tests that edit bytes."""

@@ -14,7 +14,8 @@ import threading
 import zipfile
 from importlib.machinery import EXTENSION_SUFFIXES
 from importlib.util import MAGIC_NUMBER, source_hash
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -130,11 +131,32 @@ def _launch_jvm(conf: "SparkConf") -> None:
 
     stderr = filtered_stderr()
     try:
-        gateway = launch_gateway(conf, popen_kwargs={"stderr": stderr})
+        with _signals_held():
+            gateway = launch_gateway(conf, popen_kwargs={"stderr": stderr})
     finally:
         os.close(stderr)
     SparkContext(conf=conf, gateway=gateway)
     _plain_interrupt()
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM held while PySpark starts the JVM, and acted on after. Interrupted there, PySpark
+    removes the file the JVM is to write its port in, and the JVM, its gateway already listening, waits
+    for ever: each Ctrl-C in the first seconds of an audit left a Java process behind."""
+    if threading.current_thread() is not threading.main_thread():  # only the main thread takes signals
+        yield
+        return
+    held: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, _frame: held.append(signum))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if held:
+        signal.raise_signal(held[0])  # to the handler that was there: the JVM, connected, ends with us
 
 
 def ship(spark: "SparkSession") -> None:

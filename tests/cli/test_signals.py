@@ -9,15 +9,6 @@ import time
 import pytest
 from conftest import LOGTOOL
 
-from fixtures import generator as g
-
-
-@pytest.fixture(scope="module")
-def slow_target(tmp_path_factory):
-    """A partition read at 1 MB/s (`--max-read-rate`), so that it is still reading when the signal comes."""
-    part = tmp_path_factory.mktemp("signals") / "big-0"
-    g.write_big(part, 8 << 20)
-    return part
 
 
 @pytest.mark.slow
