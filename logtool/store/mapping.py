@@ -113,15 +113,21 @@ def read_small(path: Path | str, below: int, around: AroundRead | None = None) -
         size = st.st_size
         if size >= below:
             return None
-        after = around(fd, st) if around is not None else None
-        try:
-            data = os.read(fd, size) if size else b""
-        finally:
-            if after is not None:
-                after()
+        data = read_within(fd, st, os.read, around)
         return (data, st.st_mtime_ns) if len(data) == size else None
     finally:
         os.close(fd)
+
+
+def read_within(fd: int, st: os.stat_result, read: Callable[[int, int], bytes], around: AroundRead | None) -> bytes:
+    """`read(fd, size)` of the file open as `fd` (`st`: its fstat) within `around`: the hook called before
+    the read, and what it returns called after it, however the read ends."""
+    after = around(fd, st) if around is not None else None
+    try:
+        return read(fd, st.st_size)
+    finally:
+        if after is not None:
+            after()
 
 
 def open_prefix(path: Path, most: int) -> tuple[GuardedMap | bytes, int]:

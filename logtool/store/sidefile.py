@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from logtool.store.mapping import AroundRead, GuardedMap, open_regular_stat
+from logtool.store.mapping import AroundRead, GuardedMap, open_regular_stat, read_within
 from logtool.findings import SIDE_FILE_TOO_LARGE, UNREADABLE
 
 
@@ -68,12 +68,7 @@ def read_side(path: Path | str, mapped: bool = False, name: str | None = None,
                 return SideFile(name, GuardedMap(fd, size))
             if size > SIDE_FILE_LIMIT:
                 return SideFile(name, None, f"{size} bytes, more than Kafka ever writes in this file", too_large=True)
-            after = around(fd, st) if around is not None else None
-            try:
-                data = _read_all(fd, size)
-            finally:
-                if after is not None:
-                    after()
+            data = read_within(fd, st, _read_all, around)
         finally:
             os.close(fd)
     except FileNotFoundError:
