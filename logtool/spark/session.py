@@ -19,6 +19,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from logtool.spark.daemon import importable_anew
+
 if TYPE_CHECKING:
     from pyspark import SparkConf
     from pyspark.sql import SparkSession
@@ -96,6 +98,10 @@ def start(master: str | None, conf: dict[str, str]) -> tuple["SparkSession", boo
         # dependencies), read when the context is made: unless the user chose one, this interpreter, on a
         # cluster too (preflight() then checks that the executors can use it).
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        if local and not submitted and os.environ["PYSPARK_PYTHON"] == sys.executable and importable_anew():
+            # Workers of this interpreter, which has logtool: forked by logtool's daemon (spark/daemon.py),
+            # which spares each of them compiling PySpark again.
+            settings["spark.python.daemon.module"] = "logtool.spark.daemon"
     spark_conf = SparkConf().setAppName("logtool audit").setAll(list((settings | conf).items()))
     if master:
         spark_conf.setMaster(master)

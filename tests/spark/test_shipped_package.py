@@ -85,7 +85,9 @@ def test_where_no_copy_can_be_made_the_archive_s_logtool_runs_pure_and_says_why(
 
 
 # A Spark job's Python workers, started where no logtool lies (the daemon puts its working directory first
-# on its path), after the audit's `ship`: what each task imported.
+# on its path), after the audit's `ship`: what each task imported. Forked by Spark's own daemon, as on a
+# cluster's executors: a local audit's (spark/daemon.py, tests/spark/test_daemon.py) has the installed
+# logtool imported before any task runs.
 ON_EXECUTORS = """
 import json
 from logtool.spark.session import ship, start
@@ -94,7 +96,7 @@ def seen(_):
     import logtool, logtool.format.kernel as kernel, logtool.store.mapguard as mapguard
     return [(logtool.__file__, kernel.KERNEL is not None, mapguard.AVAILABLE)]
 
-spark, _ = start("local[2]", {"spark.ui.enabled": "false"})
+spark, _ = start("local[2]", {"spark.ui.enabled": "false", "spark.python.daemon.module": "pyspark.daemon"})
 try:
     ship(spark)
     print(json.dumps(spark.sparkContext.parallelize([0, 1], 2).mapPartitions(seen).collect()))
