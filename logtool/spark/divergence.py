@@ -5,7 +5,8 @@ Replicas are the partition dirs of one (cluster id, topic, partition): log dirs 
 hold replicas of each other. Batches are compared by (base offset, last offset, CRC, leader epoch), from the
 highest first offset of the replicas on (below it, retention simply kept more on some). At a batch start b,
 the replicas that *cover* b (their last batch ends after it) must all hold a batch starting at b, and the
-same one. The first b where they do not is the divergence point:
+same one (the same ones, where a log repeats a base offset: damage within each replica, which replicas alike
+share). The first b where they do not is the divergence point:
 - `different-batch`: replicas hold different batches at b;
 - `missing-batch`: some replicas hold no batch starting at b where the others hold one.
 Where the sequences never part but end at different offsets, the partition is `shorter` at the first offset
@@ -110,11 +111,22 @@ def block_outcome(row: Row) -> list[tuple]:
     for b in sorted(at):
         holders = at[b]
         covering = sum(1 for first, end in spans if first <= b < end)
-        if len(holders) < covering or len({h[1:] for h in holders}) > 1:
+        held = _by_replica(holders)
+        if len(held) < covering or len(set(held.values())) > 1:
             return [(row.cluster_id, row.topic, row.partition, b, holders, None)]
         if b == row.shortest:
             tail = holders
     return [(row.cluster_id, row.topic, row.partition, None, None, tail)] if tail is not None else []
+
+
+def _by_replica(holders: list[_Holder]) -> dict[str, tuple[tuple[int, int, int], ...]]:
+    """Each replica's batches starting at one offset, as (last offset, CRC, leader epoch) in its log's order:
+    one as a rule; more where a log repeats a base offset (verify's OFFSET_NOT_INCREASING), which replicas
+    holding the very same batches share without parting."""
+    held: dict[str, list[tuple[int, int, int]]] = defaultdict(list)
+    for h in holders:
+        held[h.log_dir].append((h.last_offset, h.crc, h.leader_epoch))
+    return {d: tuple(batches) for d, batches in held.items()}
 
 
 def _alike(row: Row) -> bool:
@@ -157,16 +169,19 @@ def _parting(row: Row) -> tuple[str, int, list[str], str]:
     at = row.at.base_offset
     ends = {r.log_dir: r.end for r in row.replicas}
     covering = sorted(r.log_dir for r in row.replicas if r.first is not None and r.first <= at < r.end)
-    versions: dict[tuple[int, int, int], list[str]] = defaultdict(list)
-    for h in row.at.holders:
-        versions[(h.last_offset, h.crc, h.leader_epoch)].append(h.log_dir)
+    versions: dict[tuple[tuple[int, int, int], ...], list[str]] = defaultdict(list)
+    for d, batches in _by_replica(row.at.holders).items():
+        versions[batches].append(d)
     lacking = sorted(set(covering) - {d for dirs in versions.values() for d in dirs})
-    held = "; ".join(f"{', '.join(sorted(dirs))} hold offsets {at}..{last} (leader epoch {epoch}, crc {crc:#010x})"
-                     for (last, crc, epoch), dirs in sorted(versions.items()))
+    held = "; ".join(f"{', '.join(sorted(dirs))} hold " + ", then ".join(
+        f"offsets {at}..{last} (leader epoch {epoch}, crc {crc:#010x})" for last, crc, epoch in batches)
+        for batches, dirs in sorted(versions.items()))
     detail = held + (f"; {', '.join(lacking)} hold no batch starting at {at}" if lacking else "")
-    # The groups at the parting point, ranked as Kafka would keep them (the module's docstring).
+    # The groups at the parting point, ranked as Kafka would keep them (the module's docstring); a replica
+    # repeating the base offset, by the highest leader epoch of its batches there.
     groups: list[tuple[tuple[float, int, int], list[str]]] = [
-        ((epoch, len(dirs), max(ends[d] for d in dirs)), dirs) for (_, _, epoch), dirs in versions.items()]
+        ((max(epoch for _, _, epoch in batches), len(dirs), max(ends[d] for d in dirs)), dirs)
+        for batches, dirs in versions.items()]
     if lacking:
         groups.append(((float("-inf"), len(lacking), max(ends[d] for d in lacking)), lacking))
     groups.sort(key=lambda g: g[0], reverse=True)

@@ -114,12 +114,22 @@ def test_two_groups_tied_on_every_rank_make_every_covering_replica_affected():
     assert row["kind"] == "different-batch" and row["affected"] == [A, B]
 
 
-def test_replicas_alike_whose_batches_repeat_a_base_offset_are_compared_batch_by_batch():
-    """The shortcut for replicas holding the very same batches takes only batches in increasing order: two
-    batches starting at one offset are told apart as ever, here in every replica alike (a tie)."""
+def test_replicas_alike_whose_batches_repeat_a_base_offset_do_not_diverge():
+    """A log repeating a base offset (verify's OFFSET_NOT_INCREASING) is damage within each replica; replicas
+    holding the very same batches there do not part (the shortcut for alike replicas takes only batches in
+    increasing order, so these are compared replica by replica)."""
     twice = [_key(0), _key(3), _key(3, crc=9), _key(6)]
-    row = _one(_row({A: twice, B: twice}))
-    assert (row["offset"], row["kind"], row["affected"]) == (3, "different-batch", [A, B])
+    assert _row({A: twice, B: twice, C: twice}) == []
+
+
+def test_replicas_part_at_a_repeated_base_offset_where_their_batches_there_differ():
+    twice = [_key(0), _key(3), _key(3, crc=9), _key(6)]
+    once = [_key(0), _key(3), _key(6)]
+    row = _one(_row({A: twice, B: twice, C: once}))
+    assert (row["offset"], row["kind"], row["affected"]) == (3, "different-batch", [C])
+    assert row["detail"] == ("/d/broker-2 hold offsets 3..5 (leader epoch 0, crc 0x000003eb); /d/broker-0, "
+                             "/d/broker-1 hold offsets 3..5 (leader epoch 0, crc 0x000003eb), then offsets 3..5 "
+                             "(leader epoch 0, crc 0x00000009)")
 
 
 # Past one block of offsets: batches of 100 offsets, 0 to 199,900 (four blocks).
