@@ -22,10 +22,10 @@ def unzipped_first(path: list[str]) -> list[str]:
     behind = []
     for p in path:
         lib = os.path.dirname(p)
-        # <site>/pyspark/python/lib/pyspark.zip, with <site> on the path: pip's layout.
-        site = os.path.dirname(os.path.dirname(os.path.dirname(lib)))
+        # <packages>/pyspark/python/lib/pyspark.zip, with <packages> on the path: pip's layout.
+        packages = os.path.dirname(os.path.dirname(os.path.dirname(lib)))
         if p.endswith(".zip") and lib.endswith(os.path.join("pyspark", "python", "lib")) \
-                and os.path.realpath(site) in entries:
+                and os.path.realpath(packages) in entries:
             behind.append(p)
     return [p for p in path if p not in behind] + behind
 
