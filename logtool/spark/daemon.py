@@ -53,7 +53,10 @@ def importable_anew() -> bool:
 
 def main() -> None:
     sys.path[:] = unzipped_first(sys.path)
-    import logtool.spark.task  # noqa: F401 (preloaded for the workers forked below)
+    # The check task's entry (spark/outcome.py) and all it imports, PySpark's SQL types among them, imported
+    # once for every worker forked below. None of it starts a thread, which a fork would not carry over
+    # (tests/spark/test_daemon.py).
+    import logtool.spark.outcome  # noqa: F401
     from pyspark.daemon import manager
     manager()
 

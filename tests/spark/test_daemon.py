@@ -62,6 +62,12 @@ def test_logtool_on_this_process_s_path_alone_is_not(tmp_path):
     assert not _importable_anew(placed)
 
 
+def test_what_the_daemon_imports_before_it_forks_starts_no_thread():
+    code = "import threading, logtool.spark.outcome; print(threading.active_count())"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/")
+    assert p.returncode == 0 and p.stdout.strip() == "1", (p.stdout, p.stderr)
+
+
 @pytest.fixture(scope="module")
 def spark():
     from logtool.spark.session import start
@@ -75,5 +81,5 @@ def test_a_local_audits_workers_import_the_installed_pyspark_and_have_the_task_p
     assert spark.sparkContext.getConf().get("spark.python.daemon.module") == "logtool.spark.daemon"
     # A lambda, which goes to the workers by value (this module is not importable there).
     seen = set(spark.sparkContext.parallelize(range(2), 2).map(
-        lambda _: (__import__("pyspark").__file__, "logtool.spark.task" in __import__("sys").modules)).collect())
+        lambda _: (__import__("pyspark").__file__, "logtool.spark.outcome" in __import__("sys").modules)).collect())
     assert seen == {(pyspark.__file__, True)}  # the driver's own pyspark, not .../pyspark.zip/pyspark
