@@ -5,7 +5,8 @@ noise Spark makes on runs that went well:
 - a worker-daemon traceback ending in BrokenPipeError (local masters, whose Python workers are the driver
   JVM's): when the context stops, Spark closes the sockets of its idle Python workers, and a worker that
   notices before it is killed fails to flush, which PySpark prints (6 audits in 57 here, the machine busy or
-  not). Nothing was lost; the job had finished.
+  not), line by line: two workers stopping together interleave their lines. Nothing was lost; the job had
+  finished.
 
 Everything else (Java's own errors, log4j's fatal lines, any other Python traceback) passes through byte for
 byte. Only the JVM logtool launches itself goes through here: under spark-submit the JVM is the parent."""
@@ -24,10 +25,14 @@ HELD_AT_MOST = 200  # lines of one traceback; a longer one is not the daemon's a
 
 
 class StderrFilter:
-    """Line by line: feed() returns the lines to pass on. A traceback is held until its last line decides."""
+    """Line by line: feed() returns the lines to pass on. A traceback is held until its last line decides.
+    Workers stopping together print their tracebacks line by line into one stream, interleaved: what is held
+    is every traceback begun and not yet ended, dropped once all have ended, each in a closed socket, with
+    every frame in the daemon."""
 
     def __init__(self) -> None:
         self._held: list[bytes] = []
+        self._open = 0  # tracebacks begun in what is held and not yet ended by their exception line
 
     def feed(self, line: bytes) -> list[bytes]:
         text = line.rstrip(b"\r\n")
@@ -35,24 +40,30 @@ class StderrFilter:
             if text == INCUBATOR_NOTICE:
                 return []
             if text in (TRACEBACK, DAEMON_FLUSH_HEADER):
-                self._held.append(line)
-                return []
+                return self._hold(line, text)
             return [line]
-        if self._held[-1].rstrip(b"\r\n") == DAEMON_FLUSH_HEADER:
-            if text == TRACEBACK:
-                self._held.append(line)
-                return []
+        if len(self._held) >= HELD_AT_MOST:
             return [*self.flush(), *self.feed(line)]
-        if text[:1].isspace() and len(self._held) < HELD_AT_MOST:  # a frame or its source line
+        if text in (TRACEBACK, DAEMON_FLUSH_HEADER) or text[:1].isspace():  # a traceback begun, a frame, its source
+            return self._hold(line, text)
+        if CLOSED_SOCKET.match(text) and self._open > 0:  # the exception line, the last of a traceback
             self._held.append(line)
-            return []
-        if CLOSED_SOCKET.match(text) and _daemon_only(self._held):  # the exception line, the last of the block
-            self._held = []
-            return []
+            self._open -= 1
+            if self._open > 0:
+                return []
+            if _daemon_only(self._held):
+                self._held = []
+                return []
+            return self.flush()
         return [*self.flush(), *self.feed(line)]
 
+    def _hold(self, line: bytes, text: bytes) -> list[bytes]:
+        self._held.append(line)
+        self._open += text == TRACEBACK
+        return []
+
     def flush(self) -> list[bytes]:
-        held, self._held = self._held, []
+        held, self._held, self._open = self._held, [], 0
         return held
 
 

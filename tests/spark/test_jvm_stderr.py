@@ -39,6 +39,29 @@ def test_the_daemon_s_own_flush_failure_message_is_dropped_with_its_traceback():
     assert passed([header, *with_source, b"next\n"]) == [b"next\n"]
 
 
+def _interleaved(a: list[bytes], b: list[bytes]) -> list[bytes]:
+    """Two workers' tracebacks as they reach one stream when both print at once: line by line, in turn."""
+    out: list[bytes] = []
+    for i in range(max(len(a), len(b))):
+        out += a[i:i + 1] + b[i:i + 1]
+    return out
+
+
+def test_the_broken_pipes_of_workers_stopping_together_are_dropped_however_their_lines_interleave():
+    flush_failure = [b"PySpark daemon failed to flush the output to the worker process:\n", *DAEMON_BROKEN_PIPE]
+    for a, b in ((DAEMON_BROKEN_PIPE, DAEMON_BROKEN_PIPE), (flush_failure, DAEMON_BROKEN_PIPE),
+                 (DAEMON_BROKEN_PIPE, flush_failure)):
+        assert passed([*_interleaved(a, b), b"next\n"]) == [b"next\n"]
+        assert passed([*a[:2], *b, *a[2:], b"next\n"]) == [b"next\n"]  # one inside the other
+
+
+def test_a_traceback_of_another_kind_interleaved_with_the_daemon_s_passes_with_it():
+    elsewhere = [DAEMON_BROKEN_PIPE[0], b'  File "' + ZIP + b'/worker.py", line 1, in main\n',
+                 DAEMON_BROKEN_PIPE[3]]
+    lines = _interleaved(DAEMON_BROKEN_PIPE, elsewhere)
+    assert passed([*lines, b"next\n"]) == [*lines, b"next\n"]
+
+
 def test_any_other_traceback_passes_whole():
     elsewhere = [DAEMON_BROKEN_PIPE[0], b'  File "' + ZIP + b'/worker.py", line 1, in main\n',
                  DAEMON_BROKEN_PIPE[3]]
