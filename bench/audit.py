@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.run import DATA, REPEAT, write_results
+from bench.run import DATA, REPEAT, warm, write_results
 from logtool.checks.engine import run_checks
 from fixtures.fleet import TopicSpec, write_fleet
 from logtool.spark.driver import Audit, run_audit
@@ -39,18 +39,10 @@ def fleet() -> list[Path]:
     return log_dirs
 
 
-def warm(log_dirs: list[Path]) -> int:
-    """Read every segment once, so that both contenders read from the page cache; the bytes of segments.
-    Called before every timed run: this machine's memory reclaim takes back idle page cache within
-    minutes, and the audit's default `--spare-page-cache` does not keep what it had to read from disk."""
-    total = 0
-    for log in (f for d in log_dirs for f in d.glob("*/*.log")):
-        total += len(log.read_bytes())
-    return total
-
-
 def timed(log_dirs: list[Path], fn, *args) -> tuple[float, object]:
-    """Seconds of `fn(*args)` with `log_dirs` in the page cache, and its result."""
+    """Seconds of `fn(*args)` with `log_dirs` in the page cache, and its result. Warmed before every timed
+    run: this machine's memory reclaim takes back idle page cache within minutes, and the audit's default
+    `--spare-page-cache` does not keep what it had to read from disk."""
     warm(log_dirs)
     t = time.perf_counter()
     result = fn(*args)

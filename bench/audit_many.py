@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from collections.abc import Iterator
 from pathlib import Path
 
-from bench.run import DATA, write_results
+from bench.run import DATA, warm, write_results
 from fixtures.fleet import TopicSpec, write_fleet
 
 FLEETS = [f for f in os.environ.get("BENCH_AUDIT_MANY", "20000,100000").split(",") if f]
@@ -217,18 +217,6 @@ def standalone() -> Iterator[str]:
                 if proc.poll() is None:
                     os.killpg(proc.pid, signal.SIGTERM)
                     proc.wait(30)
-
-
-def warm(log_dirs: list[Path]) -> None:
-    """Every file of the log dirs read once: each contender then meets a warm page cache, as a second run
-    does (a fleet generated or last read long ago is partly on disk only, and the first process to read it
-    would pay for the disk, the others not)."""
-    for log_dir in log_dirs:
-        for folder, _, names in os.walk(log_dir):
-            for name in names:
-                with open(os.path.join(folder, name), "rb") as f:
-                    while f.read(1 << 20):
-                        pass
 
 
 def main() -> int:

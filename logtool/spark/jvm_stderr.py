@@ -21,7 +21,7 @@ DAEMON_FLUSH_HEADER = b"PySpark daemon failed to flush the output to the worker 
 TRACEBACK = b"Traceback (most recent call last):"
 FRAME = re.compile(rb'\s+File "(?P<path>[^"]*)", line \d+')
 CLOSED_SOCKET = re.compile(rb"(BrokenPipeError|ConnectionResetError)\b")
-HELD_AT_MOST = 200  # lines of one traceback; a longer one is not the daemon's and is passed on
+HELD_AT_MOST = 200  # lines held at once; more are no stopping worker's, and are passed on
 
 
 class StderrFilter:

@@ -10,7 +10,6 @@ import pytest
 from conftest import LOGTOOL
 
 
-
 @pytest.mark.slow
 @pytest.mark.parametrize("sig, code, words", [(signal.SIGINT, 8, "interrupted (SIGINT)"),
                                                (signal.SIGTERM, 143, "terminated (SIGTERM)")])

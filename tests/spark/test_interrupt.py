@@ -13,7 +13,6 @@ import pytest
 from conftest import LOGTOOL
 
 
-
 @pytest.mark.spark
 @pytest.mark.slow
 @pytest.mark.parametrize("after", [1.0, 2.5, 8.0], ids=["starting", "started", "checking"])
