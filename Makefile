@@ -8,7 +8,7 @@ CORE := $(VENV)/.installed-core
 .PHONY: demo check test lint docs bench fuzz readme pack-env clean
 
 # The core (what `make demo` runs): logtool and its own dependencies, no Spark, test or bench extras.
-$(CORE): pyproject.toml logtool/store/_mapguard.c logtool/format/_kernel.c
+$(CORE): pyproject.toml logtool/store/_mapguard.c logtool/store/_dirread.c logtool/format/_kernel.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e .

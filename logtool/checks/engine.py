@@ -15,7 +15,8 @@ from logtool.checks.producers import DEFAULT_TRANSACTION_TIMEOUT_MS
 from logtool.store.segment import Lens
 from logtool.checks.shutdown import check_clean_shutdown
 from logtool.store.pacing import ReadPolicy
-from logtool.store.discover import Found, Target, cannot_read, discover
+from logtool.store.discover import Found, Target, TargetKind, cannot_read, discover
+from logtool.store.read_ahead import Ahead, read_ahead, reads_ahead
 from logtool.store.layout import parse_partition_dir, real_name
 from logtool.store.partition import Partition
 from logtool import collector, exitcodes
@@ -96,11 +97,13 @@ def found_report(found: Found) -> Report:
     return report
 
 
-def open_target(target: Target, reading: ReadPolicy | None = None) -> Partition | PartitionReport:
-    """The target's partition, its segments read under `reading`; or, when it cannot be listed, the report
-    that says so (named by its directory as the broker names it, so that checkpoint entries still find it)."""
+def open_target(target: Target, reading: ReadPolicy | None = None,
+                ahead: Ahead | None = None) -> Partition | PartitionReport:
+    """The target's partition, its segments read under `reading` (`ahead`: its directory as it was read
+    ahead); or, when it cannot be listed, the report that says so (named by its directory as the broker names
+    it, so that checkpoint entries still find it)."""
     try:
-        part = target.partition()
+        part = target.partition(ahead)
     except OSError as e:
         name = None if target.single_file else parse_partition_dir(real_name(target.path))
         rep = PartitionReport(str(target.path), *((name.topic, name.partition, name.kind) if name else (None, None)))
@@ -110,9 +113,11 @@ def open_target(target: Target, reading: ReadPolicy | None = None) -> Partition 
 
 
 def check_target(target: Target, deep: bool, reading: ReadPolicy | None = None, lens: Lens | None = None,
-                 transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS) -> PartitionReport:
-    """Check one target, reading under `reading` and feeding `lens` every batch."""
-    part = open_target(target, reading)
+                 transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS,
+                 ahead: Ahead | None = None) -> PartitionReport:
+    """Check one target, reading under `reading` (`ahead`: its directory as it was read ahead) and feeding
+    `lens` every batch."""
+    part = open_target(target, reading, ahead)
     if isinstance(part, PartitionReport):
         return part
     try:
@@ -133,13 +138,16 @@ def run_checks(paths: list[Path], deep: bool, bytes_known: Callable[[int], None]
         check_log_dir_set(report.log_dirs)
         if bytes_known:
             bytes_known(sum(t.segment_bytes() for t in found.targets))
-        for i, t in enumerate(found.targets, start=1):
-            rep = check_target(t, deep, reading, transaction_timeout_ms=transaction_timeout_ms)
-            if any(f.kind.operational for f in rep.all_findings()):
-                report.operational_error = True
-            report.partitions.append(rep)
-            if i % COLLECT_EVERY == 0:
-                gc.collect(0)
+        dirs = [t.path if t.kind is TargetKind.PARTITION_DIR and reads_ahead(reading) else None
+                for t in found.targets]
+        with read_ahead(dirs) as aheads:
+            for i, (t, ahead) in enumerate(zip(found.targets, aheads), start=1):
+                rep = check_target(t, deep, reading, transaction_timeout_ms=transaction_timeout_ms, ahead=ahead)
+                if any(f.kind.operational for f in rep.all_findings()):
+                    report.operational_error = True
+                report.partitions.append(rep)
+                if i % COLLECT_EVERY == 0:
+                    gc.collect(0)
         check_across_files(report)
     return report
 

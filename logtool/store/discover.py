@@ -16,6 +16,7 @@ from logtool.findings import NOT_KAFKA, UNREADABLE, Finding, finding
 from logtool.store.layout import (CLUSTER_METADATA, IGNORED_LOG_DIR_CHILDREN, FileKind, PathKind, classify_file,
                                   classify_path, is_records_file, parse_partition_dir)
 from logtool.store.partition import Partition, listing
+from logtool.store.read_ahead import Ahead
 
 # The files a PATH may name for the commands that print a side file's entries.
 ENTRY_FILES = (FileKind.INDEX, FileKind.TIMEINDEX, FileKind.TXNINDEX, FileKind.SNAPSHOT)
@@ -46,11 +47,12 @@ class Target:
         """The log dir it lies in: a partition's parent; a file's partition dir's parent."""
         return self.path.parent if self.kind is TargetKind.PARTITION_DIR else self.path.parent.parent
 
-    def partition(self) -> Partition:
-        """Its files listed (a records file with the side files of its segment). Raises OSError."""
+    def partition(self, ahead: Ahead | None = None) -> Partition:
+        """Its files listed (a records file with the side files of its segment), or as `ahead` read them.
+        Raises OSError."""
         if self.single_file:
             return Partition.from_segment_file(self.path)
-        return Partition.from_dir(self.path, self.real_name)
+        return Partition.from_dir(self.path, self.real_name, ahead)
 
     def segment_sizes(self) -> tuple[tuple[int, int], ...]:
         """(base offset, bytes) of each `.log` by its name, in offset order, as listed now: one stat per

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from logtool.store.broker import running_broker
 from logtool.store.pacing import ReadPolicy
+from logtool.store.read_ahead import Ahead
 from logtool.store.layout import FileKind, FileName, PartitionName, classify_file, parse_partition_dir, real_name
 from logtool.store.segment import Segment
 from logtool.store.sidefile import SideFile, read_side
@@ -54,6 +55,7 @@ class Partition:
     # last segment stops short (`writer`): most partitions never need to know
     _broker_pid: int | None | _Unasked = field(default=_Unasked.UNASKED, repr=False)
     symlinks: dict[str, str] = field(default_factory=dict)  # name -> where it points, for files that are links
+    ahead: Ahead | None = None  # its files' bytes as they were read ahead (store/read_ahead.py), or None
 
     @property
     def topic(self) -> str | None:
@@ -64,21 +66,28 @@ class Partition:
         return self.name.partition if self.name else None
 
     @classmethod
-    def from_dir(cls, path: Path, real: str | None = None) -> "Partition":
-        """Read the directory listing. `real`: the directory's name where it really is, when the caller knows
+    def from_dir(cls, path: Path, real: str | None = None, ahead: Ahead | None = None) -> "Partition":
+        """Read the directory listing, or take it from `ahead` (the directory as it was read ahead, its files'
+        bytes then taken from it too). `real`: the directory's name where it really is, when the caller knows
         it (`real_name` is asked otherwise). Raises OSError when it cannot be listed."""
-        listed = listing(path)
-        names = frozenset(e.name for e in listed)  # what each segment's side files are looked up in
-        entries = [e for e in listed if not e.is_dir()]
-        files = {e.name: classify_file(e.name) for e in entries}
+        if ahead is None:
+            listed = listing(path)
+            names = frozenset(e.name for e in listed)  # what each segment's side files are looked up in
+            entries = [e for e in listed if not e.is_dir()]
+            files = {e.name: classify_file(e.name) for e in entries}
+            symlinks = symlinks_in(path, entries)
+        else:  # (it holds no symlink: those are listed here)
+            names = frozenset(ahead.names)
+            files = {n: classify_file(n) for n in ahead.names if n not in ahead.dirs}
+            symlinks = {}
         segments = sorted(
             # a .log file's name is its base offset: classify_file gives every LOG one
-            (Segment(path / n, f.base_offset, listed=names) for n, f in files.items()
+            (Segment(path / n, f.base_offset, listed=names, ahead=ahead) for n, f in files.items()
              if f.kind == FileKind.LOG and f.base_offset is not None),
             key=lambda s: s.base_offset,
         )
         return cls(path, parse_partition_dir(real if real is not None else real_name(path)), segments, files,
-                   symlinks=symlinks_in(path, entries))
+                   symlinks=symlinks, ahead=ahead)
 
     @classmethod
     def from_segment_file(cls, log_path: Path) -> "Partition":
@@ -97,6 +106,9 @@ class Partition:
 
     def side(self, name: str) -> SideFile:
         """A file of the directory besides the segments, read once (or why it cannot be)."""
+        read = self.ahead.take(name) if self.ahead is not None else None
+        if read is not None:
+            return SideFile(name, read[0])
         return read_side(os.path.join(self.path, name), name=name)  # no Path object: called for every file
 
     def size_of(self, name: str) -> int:

@@ -22,6 +22,7 @@ from logtool.store.sidefile import MAPPED_FROM, SideFile, read_side
 
 if TYPE_CHECKING:
     from logtool.store.pacing import ReadPolicy, Pacer
+    from logtool.store.read_ahead import Ahead
 
 
 # The walker hands back the pages it has passed every RELEASE_EVERY bytes, so the resident set stays flat
@@ -129,9 +130,18 @@ class Segment:
     # The names in the segment's directory when it was listed (None: not listed): a side file not among them is
     # missing, and is not looked for.
     listed: frozenset[str] | None = field(default=None, repr=False)
+    # Its directory as it was read ahead (store/read_ahead.py): the segment's and its indexes' bytes, if read.
+    ahead: "Ahead | None" = field(default=None, repr=False)
 
     def open(self) -> "Segment":
         if self._buf is None:
+            read = self.ahead.take(self.log_path.name) if self.ahead is not None else None
+            if read is not None:  # (only where its policy lets files be read ahead: it counts the bytes here)
+                self._buf, self.opened_mtime_ns = read
+                self._size = self._file_size = len(read[0])
+                if self.reading is not None:
+                    self.reading.spend(self._size)
+                return self
             # A small file is read whole, as a small index is (sidefile.MAPPED_FROM): a mapping of it costs more
             # than the copy, and the kernel sums up only a segment read whole.
             small = read_small(self.log_path, _SMALL) if self.reading is None else \
@@ -193,10 +203,15 @@ class Segment:
 
     def side(self, suffix: str) -> SideFile:
         """The segment's index file with this suffix, mapped read-only (or why it cannot be)."""
-        path = self._side_path(suffix)
-        name = os.path.basename(path)
+        log = self.log_path.name
+        # (its name made from the segment's name: a path only for a file that is read here, once a segment)
+        name = log[: len(log) - len(os.path.splitext(log)[1])] + suffix
         if self.listed is not None and name not in self.listed:
             return SideFile(name, None)
+        read = self.ahead.take(name) if self.ahead is not None else None
+        if read is not None:
+            return SideFile(name, read[0])
+        path = self._side_path(suffix)
         return read_side(path, mapped=True, name=name, around=self.reading.around(path) if self.reading else None)
 
     def path_with(self, suffix: str) -> Path:

@@ -31,6 +31,7 @@ from fixtures import generator as g
 from logtool.checks.engine import Report, run_checks
 from logtool.findings import Severity
 from logtool.store.partition import Partition
+from logtool.store.read_ahead import Ahead
 
 RP, HW, LS, CL = ("recovery-point-offset-checkpoint", "replication-offset-checkpoint", "log-start-offset-checkpoint",
                   "cleaner-offset-checkpoint")
@@ -226,10 +227,10 @@ def test_unreadable_partition_is_still_the_one_its_checkpoint_entries_name(tmp_p
     root, _ = log_dir(tmp_path, spec(), spec("locked", 0))
     from_dir = Partition.from_dir
 
-    def denied(path: Path, real: str | None = None) -> Partition:
+    def denied(path: Path, real: str | None = None, ahead: Ahead | None = None) -> Partition:
         if path.name == "locked-0":
             raise PermissionError(13, "Permission denied", str(path))
-        return from_dir(path, real)
+        return from_dir(path, real, ahead)
 
     monkeypatch.setattr(Partition, "from_dir", staticmethod(denied))  # root reads everything: deny by hand
     report = check(root)
