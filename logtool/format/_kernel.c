@@ -259,6 +259,17 @@ struct header {
 };
 
 #define HEADERS_PER_PASS 1024
+/* Fewer bytes than this are read with the GIL held: their CRCs take microseconds, and a thread that takes the
+ * GIL when it is let go (store/read_ahead.py's) keeps it far longer than that before it gives it back. */
+#define GIL_FREE_FROM (256 << 10)
+
+/* Let go of the GIL for the work on `bytes` bytes where they are many; give it to `gil_back`. */
+static PyThreadState *gil_away(Py_ssize_t bytes) { return bytes >= GIL_FREE_FROM ? PyEval_SaveThread() : NULL; }
+static void gil_back(PyThreadState *ts)
+{
+    if (ts != NULL)
+        PyEval_RestoreThread(ts);
+}
 
 /* Up to `room` v2 batches from *pos whose framing is plain (everything frames() checks but the CRC), without
  * the GIL: their headers, and *pos past them. Stops where frames() stops; returns how many, and sets *more
@@ -413,10 +424,10 @@ static PyObject *k_frames(PyObject *self, PyObject *args)
     int more = 1;
     while (more) {
         int m;
-        /* The CRCs of a pass run without the GIL, once; its views are made with it, from what was read. */
-        Py_BEGIN_ALLOW_THREADS
+        /* The CRCs of a long pass run without the GIL, once; its views are made with it, from what was read. */
+        PyThreadState *ts = gil_away((limit < end ? limit : end) - pos);
         m = valid_batches(b.buf, &pos, end, limit, h, &more);
-        Py_END_ALLOW_THREADS
+        gil_back(ts);
         for (int i = 0; i < m; i++) {
             PyObject *view = batch_view((PyTypeObject *)type, h[i].pos, h[i].size, h[i].base, h[i].last,
                                         h[i].count, h[i].attributes, h[i].base_ts, h[i].max_ts, h[i].pid,
@@ -800,7 +811,7 @@ static PyObject *k_clean_records(PyObject *self, PyObject *args)
     Py_ssize_t end = buf.len;
     long long n;
     int all = b[OFFSETS_INCREASING] && b[OFFSETS_WITHIN_LAST] && b[COUNT_WITHIN_SPAN]; /* the record lens's */
-    Py_BEGIN_ALLOW_THREADS
+    PyThreadState *ts = gil_away(end);
     if (all && b[TIMES_WITHIN_MAX])
         n = count_records(d, end, count, base, last, base_ts, max_ts, 1, 1, 1, 1);
     else if (all)
@@ -808,7 +819,7 @@ static PyObject *k_clean_records(PyObject *self, PyObject *args)
     else
         n = count_records(d, end, count, base, last, base_ts, max_ts, b[OFFSETS_INCREASING], b[OFFSETS_WITHIN_LAST],
                           b[TIMES_WITHIN_MAX], b[COUNT_WITHIN_SPAN]);
-    Py_END_ALLOW_THREADS
+    gil_back(ts);
     PyBuffer_Release(&buf);
     return PyLong_FromLongLong(n);
 }
@@ -1103,9 +1114,9 @@ static PyObject *k_clean_segment(PyObject *self, PyObject *args)
     int more = 1;
     while (more) {
         int m;
-        Py_BEGIN_ALLOW_THREADS
+        PyThreadState *ts = gil_away(lb.len - pos);
         m = valid_batches(lb.buf, &pos, lb.len, PY_SSIZE_T_MAX, h, &more);
-        Py_END_ALLOW_THREADS
+        gil_back(ts);
         for (int i = 0; i < m; i++) {
             int kept = fold_batch(&s, lb.buf, &h[i], &sb, index, times);
             if (kept < 0)
@@ -1573,10 +1584,9 @@ static PyObject *k_crc32c(PyObject *self, PyObject *obj)
     Py_buffer b;
     if (PyObject_GetBuffer(obj, &b, PyBUF_SIMPLE) < 0)
         return NULL;
-    uint32_t c;
-    Py_BEGIN_ALLOW_THREADS
-    c = crc32c(b.buf, (size_t)b.len);
-    Py_END_ALLOW_THREADS
+    PyThreadState *ts = gil_away(b.len);
+    uint32_t c = crc32c(b.buf, (size_t)b.len);
+    gil_back(ts);
     PyBuffer_Release(&b);
     return PyLong_FromUnsignedLong(c);
 }
