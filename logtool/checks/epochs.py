@@ -32,7 +32,7 @@ def check_leader_epochs(text: str, runs: Sequence[EpochRun], facts: PartitionFac
     return _beyond_log(epochs, facts) + _against_batches(epochs, runs)
 
 
-def _invalid_entries(epochs: list[tuple[int, int]]) -> list[Finding]:
+def _invalid_entries(epochs: Sequence[tuple[int, int]]) -> list[Finding]:
     out = [finding(LEADER_EPOCH_INVALID, f"entry (epoch {e}, start offset {o}) is negative; the broker fails to "
                    f"load the partition (Received invalid partition leader epoch entry)", NAME, offset=o)
            for e, o in epochs if e < 0 or o < 0]
@@ -43,7 +43,7 @@ def _invalid_entries(epochs: list[tuple[int, int]]) -> list[Finding]:
     return out
 
 
-def _beyond_log(epochs: list[tuple[int, int]], facts: PartitionFacts) -> list[Finding]:
+def _beyond_log(epochs: Sequence[tuple[int, int]], facts: PartitionFacts) -> list[Finding]:
     if not epochs or facts.log_end is None or epochs[-1][1] <= facts.log_end:
         return []
     beyond = [(e, o) for e, o in epochs if o > facts.log_end]
@@ -52,7 +52,7 @@ def _beyond_log(epochs: list[tuple[int, int]], facts: PartitionFacts) -> list[Fi
                     offset=beyond[0][1])]
 
 
-def _against_batches(epochs: list[tuple[int, int]], runs: Sequence[EpochRun]) -> list[Finding]:
+def _against_batches(epochs: Sequence[tuple[int, int]], runs: Sequence[EpochRun]) -> list[Finding]:
     if not runs:
         return []
     if not epochs:
@@ -69,7 +69,7 @@ def _against_batches(epochs: list[tuple[int, int]], runs: Sequence[EpochRun]) ->
     return out
 
 
-def _run_problem(epochs: list[tuple[int, int]], starts: list[int], run: EpochRun) -> tuple[int, str] | None:
+def _run_problem(epochs: Sequence[tuple[int, int]], starts: list[int], run: EpochRun) -> tuple[int, str] | None:
     epoch, first, last = run
     # Offsets below the first entry were cut from the cache when the log start moved (truncateFromStart):
     # the cache says nothing about them.

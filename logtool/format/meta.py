@@ -3,6 +3,7 @@ meta.properties, the clean-shutdown marker and producer snapshots. Parsers raise
 from __future__ import annotations
 
 import base64
+import functools
 import os
 import re
 import struct
@@ -72,6 +73,9 @@ def parse_checkpoint(text: str, fields: tuple[Field, ...]) -> Checkpoint:
     """Kafka's `CheckpointFile` reader, rule for rule: an empty file or one without a count line has no
     entries; otherwise version 0, a count, then exactly `count` lines of `fields`. Blank lines, padding
     and numbers out of range are malformed, as Java's parsers make them."""
+    plain = _plain_entries(text, fields)
+    if plain is not None:
+        return Checkpoint(0, plain)
     lines = _LINE_BREAK.split(text)
     if lines[-1] == "":  # readLine does not return an empty line after the last line break
         lines.pop()
@@ -98,6 +102,39 @@ def parse_checkpoint(text: str, fields: tuple[Field, ...]) -> Checkpoint:
     return Checkpoint(version, tuple(entries))
 
 
+@functools.cache
+def _plain_form(fields: tuple[Field, ...]) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The form Kafka writes a checkpoint of `fields` in (version 0, a count, each entry's fields a single
+    space apart, each number's ASCII digits with no sign, a line break after each line), and an entry's."""
+    entry = " ".join(r"([^ \t\n\x0b\f\r]+)" if f is None else "([0-9]+)" for f in fields)
+    return re.compile(r"0\n([0-9]+)\n((?:" + entry.replace("(", "(?:") + r"\n)*)"), re.compile(entry + r"\n")
+
+
+def _plain_entries(text: str, fields: tuple[Field, ...]) -> tuple[tuple[str | int, ...], ...] | None:
+    """The entries of a checkpoint written in Kafka's own form, read a column at a time (the log dir's
+    checkpoints hold a line per partition); None where it is not in that form, or says something the
+    line-by-line reader must word (a count the lines do not match, a number out of range)."""
+    whole, entry = _plain_form(fields)
+    m = whole.fullmatch(text)
+    if m is None:
+        return None
+    rows = entry.findall(m.group(2))
+    if len(rows) != int(m.group(1)):
+        return None
+    if not rows:
+        return ()
+    columns: list[list[str] | list[int]] = []
+    for column, bounds in zip(zip(*rows), fields):
+        if bounds is None:
+            columns.append(list(column))
+            continue
+        numbers = list(map(int, column))
+        if max(numbers) > bounds[1]:  # (no sign: none is below 0)
+            return None
+        columns.append(numbers)
+    return tuple(zip(*columns))
+
+
 def offset_checkpoint(text: str) -> dict[tuple[str, int], int]:
     """`<topic> <partition> <offset>` checkpoints (recovery point, high watermark, log start, cleaner)."""
     # The fields (TEXT, INT, LONG) give each entry a str and two ints.
@@ -105,10 +142,13 @@ def offset_checkpoint(text: str) -> dict[tuple[str, int], int]:
     return {(t, p): o for t, p, o in entries}
 
 
-def leader_epochs(text: str) -> list[tuple[int, int]]:
+# Partitions of a topic often hold the same leader-epoch checkpoint and the same partition.metadata (its topic
+# id) byte for byte: each text is parsed once (a parse that fails is not kept, and fails again).
+@functools.lru_cache(maxsize=1 << 12)
+def leader_epochs(text: str) -> tuple[tuple[int, int], ...]:
     """`leader-epoch-checkpoint`: (epoch, start offset) pairs in file order."""
     # The fields (INT, LONG) give each entry two ints.
-    return [(e, o) for e, o in cast("tuple[tuple[int, int], ...]", parse_checkpoint(text, (INT, LONG)).entries)]
+    return cast("tuple[tuple[int, int], ...]", parse_checkpoint(text, (INT, LONG)).entries)
 
 
 def decode_uuid(text: str) -> bytes:
@@ -122,6 +162,7 @@ def decode_uuid(text: str) -> bytes:
     return raw
 
 
+@functools.lru_cache(maxsize=1 << 12)
 def partition_metadata(text: str) -> tuple[int, str]:
     """`partition.metadata`: (version, topic id)."""
     fields = {}
