@@ -23,7 +23,7 @@ class LogDirReport:
     # checkpoint file -> {(topic, partition): offset}, for the checks against the partitions (not printed)
     offsets: dict[str, dict[tuple[str, int], int]] = field(default_factory=dict)
     clean_shutdown_marker: bool = False
-    partition_dirs: list[Path] = field(default_factory=list)
+    partition_dirs: list[str] = field(default_factory=list)  # the names of the partition dirs in it
     findings: list[Finding] = field(default_factory=list)
 
     def to_dict(self) -> dict:
@@ -42,7 +42,7 @@ def check_log_dir(path: Path) -> LogDirReport:
         if name in log_dir.symlinks:
             rep.findings.append(finding(SYMLINK, f"{name} is a symlink to {log_dir.symlinks[name]}", name))
         if name in log_dir.dirs:
-            _check_child_dir(path, name, rep, present)
+            _check_child_dir(name, rep, present)
         else:
             _check_root_file(log_dir, name, rep)
     if "meta.properties" not in names:
@@ -59,13 +59,13 @@ def check_log_dir(path: Path) -> LogDirReport:
     return rep
 
 
-def _check_child_dir(path: Path, name: str, rep: LogDirReport, present: set[tuple[str, int]]) -> None:
+def _check_child_dir(name: str, rep: LogDirReport, present: set[tuple[str, int]]) -> None:
     """A directory in the log dir: a partition's (listed, and its partition added to `present`), one the
     broker ignores, or one it refuses to start with."""
     if name in IGNORED_LOG_DIR_CHILDREN:
         return
     if (parsed := parse_partition_dir(name)) is not None or name == CLUSTER_METADATA:
-        rep.partition_dirs.append(path / name)
+        rep.partition_dirs.append(name)
         if parsed is not None:
             present.add((parsed.topic, parsed.partition))
     else:

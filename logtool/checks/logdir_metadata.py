@@ -49,7 +49,7 @@ REPLAY_PROBLEMS_SHOWN = 10
 def check_against_metadata(path: Path, rep: LogDirReport) -> None:
     """Add to `rep` what holding the log dir at `path` against its own metadata log finds (nothing when it holds
     none). Never raises for bad input: what cannot be read is left to the checks that report it."""
-    if path / CLUSTER_METADATA not in rep.partition_dirs:
+    if CLUSTER_METADATA not in rep.partition_dirs:
         return
     try:
         source = open_source(path / CLUSTER_METADATA)
@@ -114,14 +114,14 @@ class _Holding:
         self.plain: dict[tuple[str, int], str] = {}
         self.suffixed: dict[tuple[str, int], list[str]] = {}
         for d in rep.partition_dirs:
-            name = parse_partition_dir(d.name)
+            name = parse_partition_dir(d)
             if name is None or name.topic == _METADATA_TOPIC:
                 continue
             key = (name.topic, name.partition)
             if name.kind == "plain":
-                self.plain[key] = d.name
+                self.plain[key] = d
             else:
-                self.suffixed.setdefault(key, []).append(d.name)
+                self.suffixed.setdefault(key, []).append(d)
 
     def add(self, f: Finding) -> None:
         self.rep.findings.append(f)

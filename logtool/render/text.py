@@ -231,8 +231,8 @@ def _plain(markup: str) -> str | None:
         at = tag.end()
     pieces.append(markup[at:])
     # As rich's markup.render: each piece between tags on its own; an emoji code is `:name:`, so a piece
-    # without a colon is left as it is.
-    return "".join([_emoji_replace(p) if ":" in p else p for p in pieces])
+    # with fewer than two colons is left as it is.
+    return "".join([_emoji_replace(p) if p.count(":") > 1 else p for p in pieces])
 
 
 def render_verify(report: Report, show_info: bool) -> None:
@@ -263,9 +263,10 @@ def _render_verify(report: Report, show_info: bool) -> None:
         if firsts:
             rng = f", offsets {min(firsts)}..{max(lasts)}"
         # The status, the partition and its segment count stay on one line, whatever the width.
-        head = f"{_status(p.status)}{GLUE}{escape(glued(p.path))}:{GLUE}{len(segs)}{GLUE}segment(s)"
+        status = p.status
+        head = f"{_status(status)}{GLUE}{escape(glued(p.path))}:{GLUE}{len(segs)}{GLUE}segment(s)"
         out.print(f"{head}, {sum(s.batches for s in segs)} batches, {valid}/{size} bytes valid{rng}",
-                  len(p.status) + 1)
+                  len(status) + 1)
         for line in finding_lines(shown):
             out.print(line, FINDING_HANG)
     out.print(_summary(report.summary(), show_info))
