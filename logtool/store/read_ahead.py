@@ -39,6 +39,8 @@ READ_BELOW = MAPPED_FROM
 BATCH = 128
 BATCH_BYTES = 16 << 20
 AHEAD_BATCHES = 2
+# The first batch is smaller, each next one twice as large up to BATCH: the checks wait for the first.
+FIRST_BATCH = 16
 
 
 class _Extension(Protocol):
@@ -110,8 +112,10 @@ def read_ahead(paths: Sequence[Path | None]) -> Iterator[Iterator[Ahead | None]]
     stop = threading.Event()
 
     def run() -> None:
-        for start in range(0, len(wanted), BATCH):
-            batch = _read_batch(reader, wanted[start:start + BATCH])
+        start, size = 0, min(FIRST_BATCH, BATCH)
+        while start < len(wanted):
+            batch = _read_batch(reader, wanted[start:start + size])
+            start, size = start + size, min(2 * size, BATCH)
             while not stop.is_set():
                 try:
                     batches.put(batch, timeout=0.1)
