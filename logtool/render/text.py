@@ -20,7 +20,6 @@ from logtool.findings import UNREADABLE, Finding, Kind, Severity
 from logtool import collector
 from logtool.checks.engine import Report
 from logtool.render.jsonout import undecoded_escaped
-from logtool.render.table import Column, print_fitted
 from logtool.store.layout import FileKind, classify_file
 
 _SEGMENT_KINDS = {FileKind.LOG, FileKind.INDEX, FileKind.TIMEINDEX, FileKind.TXNINDEX, FileKind.SNAPSHOT}
@@ -300,6 +299,8 @@ def _other_files(files: dict[str, int]) -> str:
 
 def render_listing(report: Report) -> None:
     """ls: a line per partition, its offsets from the first on disk to the log end (one past the last valid)."""
+    from logtool.render.table import Column, print_fitted  # (rich's tables: a tenth of a small verify's imports)
+
     rows = []
     for p in report.partitions:
         firsts = [s.first_offset for s in p.segments if s.first_offset is not None]
@@ -311,6 +312,8 @@ def render_listing(report: Report) -> None:
 
 
 def render_inventory(report: Report) -> None:
+    from logtool.render.table import Column, print_fitted
+
     out = console()
     for d in report.log_dirs:
         out.print(f"[bold]log dir[/] {escape(glued(d.path))}")
