@@ -64,18 +64,18 @@ def _check_value(name: str, offset: int, part: PartitionReport, log_start_entry:
     if facts is None:
         return  # the partition could not be read: nothing to hold the value against
     start, end = facts.log_start, facts.log_end
-    if start is None or end is None:  # (both are, or neither)
+    empty = start is None or end is None  # (both are, or neither)
+    if start is None or end is None:
         # No segment: the broker starts the partition empty at its checkpointed log start.
         start = end = log_start_entry
-        where = f"the partition has no segment: the broker starts it empty at offset {end}"
-    else:
-        where = f"the log end offset is {end}"
     if name == RECOVERY and _skips_damage(offset, facts.cut_segment, part):
         part.findings.append(finding(RECOVERY_SKIPS_DAMAGE, f"recovery point {offset} lies after the damage in "
                                      f"{facts.cut_segment:020d}.log; recovery starts at the segment holding "
                                      f"the recovery point", name, offset=offset))
     elif offset > end:
         kind, message = _BEYOND[name]
+        where = f"the partition has no segment: the broker starts it empty at offset {end}" if empty \
+            else f"the log end offset is {end}"
         one = offset - end == 1
         span = f"offset {end}" if one else f"offsets {end}..{offset - 1}"
         text = message.format(offset=offset, end=end, where=where, span=span, is_are="is" if one else "are",

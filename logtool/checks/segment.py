@@ -1,6 +1,7 @@
 """Segment-level checks: one walk of a `.log` file seen through every lens that concerns it."""
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -205,7 +206,17 @@ class _BatchRules:
 
 def _bits(n: int) -> set[int]:
     """The numbers whose bits are set in `n` (the kernel's answers name the codecs and magics met so)."""
-    return {i for i in range(n.bit_length()) if n >> i & 1}
+    return set(_bit_numbers(n))
+
+
+@functools.lru_cache(maxsize=256)  # (a few magics and codecs, met in every segment)
+def _bit_numbers(n: int) -> tuple[int, ...]:
+    return tuple(i for i in range(n.bit_length()) if n >> i & 1)
+
+
+@functools.lru_cache(maxsize=256)
+def _codec_names(n: int) -> frozenset[str]:
+    return frozenset(codec_name(c) for c in _bit_numbers(n))
 
 
 # How a half-written batch of a live log looks to a reader, and how long to wait before looking again.
@@ -306,7 +317,7 @@ def _summed_up(seg: Segment, sides: _Sides, deep: bool) -> SegmentReport | None:
         seg.log_path.name, seg.base_offset, size, valid_bytes=size, batches=summary.batches,
         records=summary.records, first_offset=summary.first_offset, last_offset=summary.last_offset,
         first_timestamp=summary.first_timestamp, max_timestamp=summary.max_timestamp, magic=_bits(summary.magics),
-        codecs={codec_name(c) for c in _bits(summary.codecs)}, indexes={"index": len(index), "timeindex": len(times)},
+        codecs=set(_codec_names(summary.codecs)), indexes={"index": len(index), "timeindex": len(times)},
         epoch_runs=summary.epoch_runs,
         producers={pid: ProducerSpan(first_epoch, position, offset, last_epoch, first_data, last_data)
                    for pid, first_epoch, position, offset, last_epoch, first_data, last_data in summary.producers})

@@ -62,6 +62,9 @@ class PartitionName:
     unique_id: str | None = None
 
 
+_PARTITION_NUMBER = re.compile(r"[+-]?\d+")  # what Integer.parseInt takes (Character.digit: any Unicode digit)
+
+
 # Cached: a log dir's check, its listing and each partition's own ask for the same name (a PartitionName is
 # immutable).
 @functools.lru_cache(maxsize=1 << 14)
@@ -76,7 +79,7 @@ def parse_partition_dir(name: str) -> PartitionName | None:
     if dash <= 0 or dash == len(name) - 1:
         return None
     topic, number = name[:dash], name[dash + 1 :]
-    if not re.fullmatch(r"[+-]?\d+", number) or not -(2**31) <= int(number) < 2**31:
+    if not _PARTITION_NUMBER.fullmatch(number) or not -(2**31) <= int(number) < 2**31:
         return None
     return PartitionName(topic, int(number), kind, unique)
 

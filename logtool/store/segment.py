@@ -132,6 +132,7 @@ class Segment:
     listed: frozenset[str] | None = field(default=None, repr=False)
     # Its directory as it was read ahead (store/read_ahead.py): the segment's and its indexes' bytes, if read.
     ahead: "Ahead | None" = field(default=None, repr=False)
+    _stem: str | None = field(default=None, repr=False)  # its name without the suffix, once asked (`side`)
 
     def open(self) -> "Segment":
         if self._buf is None:
@@ -203,9 +204,11 @@ class Segment:
 
     def side(self, suffix: str) -> SideFile:
         """The segment's index file with this suffix, mapped read-only (or why it cannot be)."""
-        log = self.log_path.name
-        # (its name made from the segment's name: a path only for a file that is read here, once a segment)
-        name = log[: len(log) - len(os.path.splitext(log)[1])] + suffix
+        stem = self._stem
+        if stem is None:  # (a path is made only for a file read here: once a segment)
+            log = self.log_path.name
+            stem = self._stem = log[: len(log) - len(os.path.splitext(log)[1])]
+        name = stem + suffix
         if self.listed is not None and name not in self.listed:
             return SideFile(name, None)
         read = self.ahead.take(name) if self.ahead is not None else None
