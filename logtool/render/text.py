@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections.abc import Iterable
 from typing import Any, TextIO
 
 from rich.cells import cell_len
@@ -232,6 +233,15 @@ def _plain(markup: str) -> str | None:
     # As rich's markup.render: each piece between tags on its own; an emoji code is `:name:`, so a piece
     # with fewer than two colons is left as it is.
     return "".join([_emoji_replace(p) if p.count(":") > 1 else p for p in pieces])
+
+
+def print_lines(lines: Iterable[str]) -> None:
+    """Lines of markup printed as `Screen.print` prints each (wrapped on a terminal, else whole), a few
+    hundred at a time."""
+    out = _Lines(console())
+    for line in lines:
+        out.print(line)
+    out.flush()
 
 
 def render_verify(report: Report, show_info: bool) -> None:

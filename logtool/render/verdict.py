@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.markup import escape
 
 from logtool.recovery.verdict import Verified
-from logtool.render.text import console, glued, render_verify
+from logtool.render.text import glued, print_lines, render_verify
 
 
 def render_verified(v: Verified, show_info: bool) -> None:
@@ -16,10 +16,7 @@ def render_verified(v: Verified, show_info: bool) -> None:
 
 
 def render_verdicts(verdicts: list[dict]) -> None:
-    out = console()
-    for v in verdicts:
-        for line in verdict_lines(v):
-            out.print(line)
+    print_lines(line for v in verdicts for line in verdict_lines(v))
 
 
 def verdict_lines(v: dict) -> list[str]:
