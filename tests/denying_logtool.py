@@ -21,11 +21,33 @@ def _denying(real):
     return call
 
 
+class _DenyingReader:
+    """The compiled read-ahead (store/_dirread.c), which opens files where Python cannot see it, meeting the
+    same denials: a denied directory is EACCES, a denied file is left unread (the checks then open it)."""
+
+    def __init__(self, real) -> None:
+        self.real = real
+
+    def read_dirs(self, paths, below, budget):
+        answers = self.real.read_dirs(paths, below, budget)
+        for i, (path, answer) in enumerate(zip(paths, answers)):
+            if os.path.realpath(os.fsdecode(path)) in DENIED:
+                answers[i] = errno.EACCES
+            elif isinstance(answer, tuple):
+                for name in list(answer[2]):
+                    if os.path.realpath(os.path.join(os.fsdecode(path), name)) in DENIED:
+                        del answer[2][name]
+        return answers
+
+
 if __name__ == "__main__":
     os.open = _denying(os.open)
     os.scandir = _denying(os.scandir)
     os.listdir = _denying(os.listdir)
     builtins.open = io.open = _denying(io.open)
+    from logtool.store import read_ahead
+    if read_ahead.READER is not None:
+        read_ahead.READER = _DenyingReader(read_ahead.READER)
     from logtool.cli import main
     sys.argv[0] = "logtool"
     main()
