@@ -143,7 +143,11 @@ def read_ahead(paths: Sequence[Path | None]) -> Iterator[Iterator[Ahead | None]]
                 yield None
                 continue
             while i not in pending:
-                pending.update(batches.get())
+                try:
+                    pending.update(batches.get(timeout=0.5))
+                except queue.Empty:
+                    if not thread.is_alive() and batches.empty():  # (a defect of its own ended it: the
+                        pending[i] = None  # checks read the rest themselves, rather than wait for ever)
             yield pending.pop(i)
 
     try:

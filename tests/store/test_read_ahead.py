@@ -192,3 +192,25 @@ def test_a_progress_display_counts_the_same_bytes_with_and_without_read_ahead(tm
 def test_the_sample_log_dir_reports_the_same_with_and_without_read_ahead(monkeypatch):
     ahead, reference = _both_ways([ROOT / "fixtures" / "sample-logdir"], monkeypatch, deep=True)
     assert ahead == reference and reference["partitions"]
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # the death it injects
+def test_a_thread_that_dies_leaves_the_rest_to_the_checks(tmp_path, monkeypatch):
+    """Whatever ends the thread before its last batch, the checks do not wait for ever: what it did not hand
+    over they read themselves."""
+    monkeypatch.setattr(read_ahead, "BATCH", 2)
+    dirs = []
+    for i in range(9):
+        (tmp_path / str(i)).mkdir()
+        dirs.append(tmp_path / str(i))
+    calls = []
+
+    def dying(reader, batch):
+        calls.append(batch)
+        if len(calls) > 1:
+            raise RuntimeError("a defect in the thread")
+        return [(i, None) for i, _ in batch]
+
+    monkeypatch.setattr(read_ahead, "_read_batch", dying)
+    with read_ahead.read_ahead(dirs) as aheads:
+        assert list(aheads) == [None] * 9
