@@ -110,52 +110,62 @@ def read_ahead(paths: Sequence[Path | None]) -> Iterator[Iterator[Ahead | None]]
         found = dict(_read_batch(reader, wanted))
         yield (found.get(i) for i in range(len(paths)))
         return
-    batches: queue.Queue[list[tuple[int, Ahead | None]]] = queue.Queue(maxsize=AHEAD_BATCHES)
-    stop = threading.Event()
-
-    def run() -> None:
-        start, size = 0, min(FIRST_BATCH, BATCH)
-        while start < len(wanted):
-            batch = _read_batch(reader, wanted[start:start + size])
-            start, size = start + size, min(2 * size, BATCH)
-            while not stop.is_set():
-                try:
-                    batches.put(batch, timeout=0.1)
-                    break
-                except queue.Full:
-                    continue
-            else:
-                return
-
-    thread = threading.Thread(target=run, name="logtool-read-ahead", daemon=True)
-    # The thread needs the GIL for a moment after each batch, to hand its bytes over as Python objects; the
-    # checks, which hold it, let go of it every SWITCH_INTERVAL once asked, instead of Python's 5 ms, which
-    # left the thread waiting behind them (20 of 140 ms of 2,000 small partitions' checks went to waiting for
-    # its batches).
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(min(interval, SWITCH_INTERVAL))
-    thread.start()
-
-    def each() -> Iterator[Ahead | None]:
-        pending: dict[int, Ahead | None] = {}
-        for i, p in enumerate(paths):
-            if p is None:
-                yield None
-                continue
-            while i not in pending:
-                try:
-                    pending.update(batches.get(timeout=0.5))
-                except queue.Empty:
-                    if not thread.is_alive() and batches.empty():  # (a defect of its own ended it: the
-                        pending[i] = None  # checks read the rest themselves, rather than wait for ever)
-            yield pending.pop(i)
-
+    ahead = _ReadingAhead(reader, wanted)
     try:
-        yield each()
+        yield ahead.each(len(paths))
     finally:
-        stop.set()
-        thread.join()
-        sys.setswitchinterval(interval)
+        ahead.stop()
+
+
+class _ReadingAhead:
+    """The thread reading the directories `wanted` (by their index among the caller's paths), a batch at a
+    time, at most AHEAD_BATCHES batches ahead of `each`."""
+
+    def __init__(self, reader: _Extension, wanted: list[tuple[int, bytes]]) -> None:
+        self.reader, self.wanted = reader, wanted
+        self.batches: queue.Queue[list[tuple[int, Ahead | None]]] = queue.Queue(maxsize=AHEAD_BATCHES)
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="logtool-read-ahead", daemon=True)
+        # The thread needs the GIL for a moment after each batch, to hand its bytes over as Python objects; the
+        # checks, which hold it, let go of it every SWITCH_INTERVAL once asked, instead of Python's 5 ms, which
+        # left the thread waiting behind them (20 of 140 ms of 2,000 small partitions' checks went to waiting
+        # for its batches).
+        self.interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(self.interval, SWITCH_INTERVAL))
+        self.thread.start()
+
+    def _run(self) -> None:
+        start, size = 0, min(FIRST_BATCH, BATCH)
+        while start < len(self.wanted) and self._hand_over(_read_batch(self.reader, self.wanted[start:start + size])):
+            start, size = start + size, min(2 * size, BATCH)
+
+    def _hand_over(self, batch: list[tuple[int, Ahead | None]]) -> bool:
+        """Queue `batch` once there is room; False when the reading is stopped first."""
+        while not self.stopping.is_set():
+            try:
+                self.batches.put(batch, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def each(self, count: int) -> Iterator[Ahead | None]:
+        """What was read for each of the caller's `count` paths, in order."""
+        pending: dict[int, Ahead | None] = {}
+        wanted = {i for i, _ in self.wanted}
+        for i in range(count):
+            while i in wanted and i not in pending:
+                try:
+                    pending.update(self.batches.get(timeout=0.5))
+                except queue.Empty:
+                    if not self.thread.is_alive() and self.batches.empty():  # (a defect of its own ended it:
+                        pending[i] = None  # the checks read the rest themselves, rather than wait for ever)
+            yield pending.pop(i, None)
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.thread.join()
+        sys.setswitchinterval(self.interval)
 
 
 def _read_batch(reader: _Extension, batch: list[tuple[int, bytes]]) -> list[tuple[int, Ahead | None]]:
