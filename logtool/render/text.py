@@ -264,18 +264,19 @@ def _render_verify(report: Report, show_info: bool) -> None:
     for p in report.partitions:
         shown = [f for f in p.all_findings() if show_info or f.severity > Severity.INFO]
         segs = p.segments
-        valid = sum(s.valid_bytes for s in segs)
-        size = sum(s.size for s in segs)
-        rng = ""
-        firsts = [s.first_offset for s in segs if s.first_offset is not None]
-        lasts = [s.last_offset for s in segs if s.last_offset is not None]
-        if firsts:
-            rng = f", offsets {min(firsts)}..{max(lasts)}"
+        valid = size = batches = 0
+        first = last = None
+        for s in segs:  # (one loop: most partitions have one segment, and a sum each cost more than the line)
+            valid, size, batches = valid + s.valid_bytes, size + s.size, batches + s.batches
+            if s.first_offset is not None:
+                first = s.first_offset if first is None else min(first, s.first_offset)
+            if s.last_offset is not None:
+                last = s.last_offset if last is None else max(last, s.last_offset)
+        rng = f", offsets {first}..{last}" if first is not None else ""
         # The status, the partition and its segment count stay on one line, whatever the width.
         status = p.status
         head = f"{_status(status)}{GLUE}{escape(glued(p.path))}:{GLUE}{len(segs)}{GLUE}segment(s)"
-        out.print(f"{head}, {sum(s.batches for s in segs)} batches, {valid}/{size} bytes valid{rng}",
-                  len(status) + 1)
+        out.print(f"{head}, {batches} batches, {valid}/{size} bytes valid{rng}", len(status) + 1)
         for line in finding_lines(shown):
             out.print(line, FINDING_HANG)
     out.print(_summary(report.summary(), show_info))

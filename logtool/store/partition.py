@@ -24,6 +24,7 @@ def link_target(path: Path) -> str:
 
 
 _NAME = operator.attrgetter("name")
+_BASE_OFFSET = operator.attrgetter("base_offset")
 
 
 def listing(directory: Path) -> list[os.DirEntry[str]]:
@@ -80,12 +81,11 @@ class Partition:
             names = frozenset(ahead.names)
             files = {n: classify_file(n) for n in ahead.names if n not in ahead.dirs}
             symlinks = {}
-        segments = sorted(
-            # a .log file's name is its base offset: classify_file gives every LOG one
-            (Segment(path / n, f.base_offset, listed=names, ahead=ahead) for n, f in files.items()
-             if f.kind == FileKind.LOG and f.base_offset is not None),
-            key=lambda s: s.base_offset,
-        )
+        # a .log file's name is its base offset: classify_file gives every LOG one
+        segments = [Segment(path / n, f.base_offset, listed=names, ahead=ahead) for n, f in files.items()
+                    if f.kind == FileKind.LOG and f.base_offset is not None]
+        if len(segments) > 1:
+            segments.sort(key=_BASE_OFFSET)
         return cls(path, parse_partition_dir(real if real is not None else real_name(path)), segments, files,
                    symlinks=symlinks, ahead=ahead)
 
