@@ -158,6 +158,10 @@ class OffsetIndexCheck:
             if pos >= walk.valid_bytes:
                 beyond += 1
             else:  # inside the prefix but after the last batch start: not a batch boundary
+                # Reported where it points (past every batch), whichever lens last moved the walk's place: the
+                # pure path's feed leaves it at the last batch an entry was checked against, a run the kernel
+                # took at the run's end, and the findings are ordered by it.
+                self.rep.walked.at = pos
                 self.rep.add(INDEX_WRONG_POSITION, f"entry for offset {offset} points at byte {pos}, "
                                                    f"which is not the start of a batch", pos, offset)
             self._advance()

@@ -540,6 +540,20 @@ def test_lenses_sum_up_runs_exactly_as_they_walk_them(fast, case, data):
     assert compiled == reference
 
 
+def test_an_index_entry_past_the_last_batch_is_reported_in_one_place_on_both_paths(fast):
+    """Hypothesis found it: an entry pointing inside the last batch was ordered by wherever a lens had last
+    left the walk's place (the pure index lens: the first batch; the kernel's run: the last), so the two
+    paths listed the same findings in different orders. It is reported at the byte it points at."""
+    views = [BatchView(0, 100, 2, 1, 4, 4, 0, 0, 3, -1, -1, -1, 4, 1, 1)] + \
+        [BatchView(100 * i, 100, 1, None, 4 * i + 4, 4, 0, 0, 3, -1, -1, -1, 4, 1, 1) for i in range(1, 11)]
+    index = bytes.fromhex("00000001000000000000002c000003e9")  # (offset 1, byte 0), (offset 44, byte 1001)
+    compiled = _through_lenses(0, [views], index)
+    with kernel.pure():
+        reference = _through_lenses(0, [views], index)
+    assert compiled == reference
+    assert [f["name"] for f in compiled[1]][-1] == "INDEX_WRONG_POSITION"
+
+
 def test_a_plain_run_is_summed_up_and_a_broken_one_is_not(fast):
     from logtool.checks.index import INDEX_RUN
     from logtool.checks.segment import PLAIN_RUN
