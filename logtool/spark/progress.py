@@ -40,12 +40,17 @@ def job_progress(sc: SparkContext, group: str, label: str, counted: Accumulator 
         if total is not None:
             meter.total(total)
 
+        shown = 0
+
+        def update() -> None:
+            nonlocal shown
+            done = counted.value if counted is not None else _tasks(sc, group)
+            meter.add(max(0, done - shown))
+            shown = max(shown, done)
+
         def poll() -> None:
-            shown = 0
             while not stop.wait(POLL_SECONDS):
-                done = counted.value if counted is not None else _tasks(sc, group)
-                meter.add(max(0, done - shown))
-                shown = max(shown, done)
+                update()
 
         watcher = threading.Thread(target=poll, name="logtool-audit-progress", daemon=True)
         watcher.start()
@@ -54,3 +59,4 @@ def job_progress(sc: SparkContext, group: str, label: str, counted: Accumulator 
         finally:
             stop.set()
             watcher.join()
+        update()  # the count as the body left it: a run shorter than a poll ended the bar at 0/N

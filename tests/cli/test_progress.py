@@ -112,3 +112,11 @@ def test_an_audit_phase_s_total_is_known_first_and_its_bar_never_moves_back(monk
     with spark_progress.job_progress(None, "group", "writing the tables"):
         time.sleep(0.1)
     assert totals == [] and sum(added) == 5
+
+    # A run over before the first poll still ends its bar at what was done.
+    monkeypatch.setattr(spark_progress, "POLL_SECONDS", 60)
+    added.clear()
+    counted = Counted()
+    with spark_progress.job_progress(None, "group", "checking partitions", counted, 7):
+        counted.value = 7
+    assert sum(added) == 7
