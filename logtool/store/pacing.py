@@ -16,15 +16,12 @@ nothing is dropped; pages the kernel read ahead beyond a probe count as cached b
 """
 from __future__ import annotations
 
-import ctypes
 import mmap
 import os
-import platform
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache, partial
+from functools import partial
 from pathlib import Path
 
 from logtool.store.mapping import AroundRead, read_small
@@ -42,7 +39,6 @@ LOOKAHEAD = 64 << 20
 # only when the whole of it lies in the range and none of it is mapped: drops stop at this alignment below
 # the walker, whose current folio is still partly mapped.
 FOLIO = 2 << 20
-_LOW_BIT = bytes(i & 1 for i in range(256))  # mincore's vector: bit 0 is residency, the rest reserved
 
 
 @dataclass(slots=True)
@@ -139,6 +135,8 @@ class Pacer:
             self.counted = pos
 
     def _probe(self, fd: int, end: int) -> None:
+        from logtool.store.residency import residency  # (ctypes: only where the page cache is spared)
+
         start = len(self.cached) * PAGE
         if end > start:
             self.cached += residency(fd, start, end - start)
@@ -163,39 +161,14 @@ def give_back(fd: int, cached: bytes | bytearray, start: int, upto: int) -> None
 def _spared(path: Path | str, fd: int, st: os.stat_result) -> Callable[[], None] | None:
     """Before a small file is read whole (mapping.read_small): its residency; after, the pages it did not
     have cached given back."""
-    if not st.st_size or not _mincore_sees_cache(path, st) or _cached_whole(fd, st.st_size):
+    from logtool.store.residency import cached_whole, residency
+
+    if not st.st_size or not _mincore_sees_cache(path, st) or cached_whole(fd, st.st_size):
         return None
     before = residency(fd, 0, st.st_size)
     if 0 not in before:
         return None
     return lambda: give_back(fd, before, 0, len(before))
-
-
-def _cached_whole(fd: int, size: int) -> bool:
-    """Whether every page of the file is in the page cache, as a live broker's recent files mostly are: one
-    `cachestat` call (Linux 6.5 and later), which reads nothing and starts no read, where the probe takes
-    three. False where it cannot tell (an older kernel, a sandbox that refuses the call): the probe decides."""
-    libc = _libc()
-    if libc is None or _CACHESTAT is None:
-        return False
-    counts = _Cachestat()
-    if libc.syscall(_CACHESTAT, fd, ctypes.byref(_Range(0, 0)), ctypes.byref(counts), 0) != 0:  # 0: to the end
-        return False
-    cached: int = counts.nr_cache
-    return cached >= -(-size // PAGE)
-
-
-class _Range(ctypes.Structure):  # struct cachestat_range
-    _fields_ = [("off", ctypes.c_uint64), ("len", ctypes.c_uint64)]
-
-
-class _Cachestat(ctypes.Structure):  # struct cachestat
-    _fields_ = [(name, ctypes.c_uint64) for name in
-                ("nr_cache", "nr_dirty", "nr_writeback", "nr_evicted", "nr_recently_evicted")]
-
-
-# cachestat's number, one for every architecture (Linux numbers its system calls alike since 5.1) but alpha.
-_CACHESTAT: int | None = 451 if sys.platform == "linux" and platform.machine() != "alpha" else None
 
 
 def _mincore_sees_cache(path: Path | str, st: os.stat_result | None = None) -> bool:
@@ -208,41 +181,3 @@ def _mincore_sees_cache(path: Path | str, st: os.stat_result | None = None) -> b
         return os.access(path, os.W_OK, effective_ids=os.access in os.supports_effective_ids)
     except OSError:
         return False
-
-
-def residency(fd: int, offset: int, length: int) -> bytes:
-    """One byte per page of [offset, offset + length) (offset page-aligned): 1 when the page is in the page
-    cache. Reports every page as cached when the probe cannot be made, so that nothing is dropped."""
-    pages = -(-length // PAGE)
-    libc = _libc()
-    if libc is None:
-        return b"\x01" * pages
-    addr = libc.mmap(None, length, mmap.PROT_READ, mmap.MAP_SHARED, fd, offset)
-    if addr in (None, ctypes.c_void_p(-1).value):
-        return b"\x01" * pages
-    try:
-        vec = (ctypes.c_ubyte * pages)()
-        if libc.mincore(addr, length, vec) != 0:
-            return b"\x01" * pages
-        return bytes(vec).translate(_LOW_BIT)
-    finally:
-        libc.munmap(addr, length)
-
-
-@cache
-def _libc() -> ctypes.CDLL | None:
-    """libc with the prototypes `residency` (mapping a range without faulting it in) and `_cached_whole`
-    need, or None."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.mmap.restype = ctypes.c_void_p
-        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                              ctypes.c_int64]
-        libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_ubyte)]
-        libc.mincore.restype = ctypes.c_int
-        libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-        libc.munmap.restype = ctypes.c_int
-        libc.syscall.restype = ctypes.c_long
-        return libc
-    except (OSError, AttributeError):
-        return None

@@ -10,11 +10,13 @@ from conftest import run_logtool
 from fixtures.generator import write_big
 from logtool.checks.engine import check_target
 from logtool.store import pacing as pacing_module
+from logtool.store import residency as residency_module
 from logtool.store import segment as segment_module
 from logtool.store.discover import Target
 from logtool.store.mapping import read_small
 from logtool.store.sidefile import MAPPED_FROM
-from logtool.store.pacing import EVERY, FOLIO, PAGE, ReadPolicy, Throttle, read_policy, residency
+from logtool.store.pacing import EVERY, FOLIO, PAGE, ReadPolicy, Throttle, read_policy
+from logtool.store.residency import residency
 
 MB = 1_000_000
 
@@ -227,7 +229,7 @@ def test_verify_options_change_no_finding(big):
 def test_without_cachestat_a_small_file_is_still_spared(small, monkeypatch):
     # A kernel before 6.5 (or a sandbox refusing the call): every small file is probed.
     part, log, fd = small
-    monkeypatch.setattr(pacing_module, "_CACHESTAT", None)
+    monkeypatch.setattr(residency_module, "_CACHESTAT", None)
     evict(fd)
     check_target(Target(part), False, read_policy(None, spare_cache=True))
     assert mostly_evicted(fd)
