@@ -216,6 +216,8 @@ class _Lines:
 # What makes rich do more with markup than drop its tags and replace emoji codes: a backslash (an escape),
 # control characters (stripped, or tabs expanded).
 _NOT_PLAIN = re.compile(r"[\x00-\x09\x0b-\x1f\x7f\\]")
+# What any emoji code rich replaces matches (its pattern is `:` no-spaces `:`, with an optional -variant).
+_MAYBE_EMOJI = re.compile(r":\S*:")
 
 
 def _plain(markup: str) -> str | None:
@@ -230,9 +232,9 @@ def _plain(markup: str) -> str | None:
         pieces.append(markup[at:tag.start()])
         at = tag.end()
     pieces.append(markup[at:])
-    # As rich's markup.render: each piece between tags on its own; an emoji code is `:name:`, so a piece
-    # with fewer than two colons is left as it is.
-    return "".join([_emoji_replace(p) if p.count(":") > 1 else p for p in pieces])
+    # As rich's markup.render: each piece between tags on its own; an emoji code is `:name:` (no space in it),
+    # so a piece without one is left as it is, and rich's table of codes is not even loaded for it.
+    return "".join([_emoji_replace(p) if _MAYBE_EMOJI.search(p) else p for p in pieces])
 
 
 def print_lines(lines: Iterable[str]) -> None:
