@@ -2,7 +2,6 @@
 side effects: a broker holds a POSIX lock on `<log dir>/.lock` for its whole life (FORMAT.md §12.6)."""
 from __future__ import annotations
 
-import fcntl
 import os
 import struct
 from pathlib import Path
@@ -37,6 +36,8 @@ def lock_holders(lock: Path) -> list[int]:
 
 def running_broker(log_dir: Path) -> int | None:
     """The pid of the process holding the log dir's lock (0 when held but the pid is unknown); None: free."""
+    import fcntl  # (here: most checks never ask, and loading it is a share of a small command's start)
+
     lock = log_dir / LOCK_FILE
     holders = lock_holders(lock)
     if holders:
