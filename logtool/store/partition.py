@@ -106,9 +106,8 @@ class Partition:
 
     def side(self, name: str) -> SideFile:
         """A file of the directory besides the segments, read once (or why it cannot be)."""
-        read = self.ahead.take(name) if self.ahead is not None else None
-        if read is not None:
-            return SideFile(name, read[0])
+        if self.ahead is not None and (taken := self.ahead.side(name)) is not None:
+            return taken
         return read_side(os.path.join(self.path, name), name=name)  # no Path object: called for every file
 
     def size_of(self, name: str) -> int:

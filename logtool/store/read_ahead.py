@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from logtool.extensions import instead
 from logtool.format.kernel import PURE_ENV
-from logtool.store.sidefile import MAPPED_FROM
+from logtool.store.sidefile import MAPPED_FROM, SideFile
 
 if TYPE_CHECKING:
     from logtool.store.pacing import ReadPolicy
@@ -78,6 +78,11 @@ class Ahead:
         """The file's bytes and mtime as read ahead, or None: not read ahead, or taken already (a second read
         of a file reads it again, as it would have been)."""
         return self.contents.pop(name, None)
+
+    def side(self, name: str) -> SideFile | None:
+        """The file as a `SideFile` of its bytes (taken, as by `take`), or None."""
+        read = self.take(name)
+        return None if read is None else SideFile(name, read[0])
 
 
 def _ahead(answer: int | tuple[list[str], list[str], dict[str, tuple[bytes, int]]] | None) -> Ahead | None:

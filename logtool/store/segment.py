@@ -204,16 +204,11 @@ class Segment:
 
     def side(self, suffix: str) -> SideFile:
         """The segment's index file with this suffix, mapped read-only (or why it cannot be)."""
-        stem = self._stem
-        if stem is None:  # (a path is made only for a file read here: once a segment)
-            log = self.log_path.name
-            stem = self._stem = log[: len(log) - len(os.path.splitext(log)[1])]
-        name = stem + suffix
+        name = self._side_name(suffix)
         if self.listed is not None and name not in self.listed:
             return SideFile(name, None)
-        read = self.ahead.take(name) if self.ahead is not None else None
-        if read is not None:
-            return SideFile(name, read[0])
+        if self.ahead is not None and (taken := self.ahead.side(name)) is not None:
+            return taken
         path = self._side_path(suffix)
         return read_side(path, mapped=True, name=name, around=self.reading.around(path) if self.reading else None)
 
@@ -221,11 +216,19 @@ class Segment:
         """The path of the segment's file with this suffix (its .index, .timeindex, .txnindex)."""
         return Path(self._side_path(suffix))
 
+    def _side_name(self, suffix: str) -> str:
+        """The name of the segment's file with this suffix: `log_path.with_suffix(suffix).name`, its stem made
+        once a segment."""
+        stem = self._stem
+        if stem is None:
+            log = self.log_path.name
+            stem = self._stem = log[: len(log) - len(os.path.splitext(log)[1])]
+        return stem + suffix
+
     def _side_path(self, suffix: str) -> str:
         # A str, which the checks of every segment read with (a Path made for each is a share of a small
-        # partition's cost); the same as `log_path.with_suffix(suffix)` for a segment's name.
-        log = os.fspath(self.log_path)
-        return log[: len(log) - len(os.path.splitext(log)[1])] + suffix
+        # partition's cost).
+        return os.path.join(os.path.dirname(self.log_path), self._side_name(suffix))
 
     def walk(self, result: WalkOutcome | None = None, start: int = 0,
              reads_bytes: bool = True) -> Iterator[BatchView]:
