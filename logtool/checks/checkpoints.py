@@ -65,7 +65,7 @@ def _check_value(name: str, offset: int, part: PartitionReport, log_start_entry:
         return  # the partition could not be read: nothing to hold the value against
     start, end = facts.log_start, facts.log_end
     empty = start is None or end is None  # (both are, or neither)
-    if start is None or end is None:
+    if start is None or end is None:  # (`empty`, spelt so that mypy narrows both)
         # No segment: the broker starts the partition empty at its checkpointed log start.
         start = end = log_start_entry
     if name == RECOVERY and _skips_damage(offset, facts.cut_segment, part):

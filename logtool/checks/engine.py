@@ -138,8 +138,8 @@ def run_checks(paths: list[Path], deep: bool, bytes_known: Callable[[int], None]
         check_log_dir_set(report.log_dirs)
         if bytes_known:
             bytes_known(sum(t.segment_bytes() for t in found.targets))
-        dirs = [t.path if t.kind is TargetKind.PARTITION_DIR and reads_ahead(reading) else None
-                for t in found.targets]
+        ahead_ok = reads_ahead(reading)
+        dirs = [t.path if ahead_ok and t.kind is TargetKind.PARTITION_DIR else None for t in found.targets]
         with read_ahead(dirs) as aheads:
             for i, (t, ahead) in enumerate(zip(found.targets, aheads), start=1):
                 rep = check_target(t, deep, reading, transaction_timeout_ms=transaction_timeout_ms, ahead=ahead)
