@@ -31,7 +31,8 @@ TEXT = None
 Field = tuple[int, int] | None
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")  # what Java's BufferedReader.readLine splits on
-_JAVA_SPACES = re.compile(r"[ \t\n\x0b\f\r]+")  # Java's \s
+_JAVA_SPACE = r" \t\n\x0b\f\r"  # what Java's \s matches
+_JAVA_SPACES = re.compile(f"[{_JAVA_SPACE}]+")
 _JAVA_INTEGER = re.compile(r"[+-]?[0-9]+")  # what Integer.parseInt / Long.parseLong accept
 
 
@@ -106,7 +107,7 @@ def parse_checkpoint(text: str, fields: tuple[Field, ...]) -> Checkpoint:
 def _plain_form(fields: tuple[Field, ...]) -> tuple[re.Pattern[str], re.Pattern[str]]:
     """The form Kafka writes a checkpoint of `fields` in (version 0, a count, each entry's fields a single
     space apart, each number's ASCII digits with no sign, a line break after each line), and an entry's."""
-    entry = " ".join(r"([^ \t\n\x0b\f\r]+)" if f is None else "([0-9]+)" for f in fields)
+    entry = " ".join(f"([^{_JAVA_SPACE}]+)" if f is None else "([0-9]+)" for f in fields)
     return re.compile(r"0\n([0-9]+)\n((?:" + entry.replace("(", "(?:") + r"\n)*)"), re.compile(entry + r"\n")
 
 
