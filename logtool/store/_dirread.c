@@ -30,6 +30,7 @@ struct entry {
 struct listed {
     char *path;
     int error; /* errno of opening or listing the directory; 0: listed */
+    int unsure; /* it holds a symlink or an entry of unknown type: the Python listing answers for it */
     struct entry *entries;
     size_t count, cap;
 };
@@ -112,8 +113,9 @@ static void list_dir(struct listed *l, size_t below, size_t *budget)
             l->error = ENOMEM;
             break;
         }
+        l->unsure |= d->d_type == DT_LNK || d->d_type == DT_UNKNOWN;
     }
-    if (l->error == 0)
+    if (l->error == 0 && !l->unsure) /* (an unsure one is listed again, its files read, by Python) */
         for (size_t i = 0; i < l->count; i++)
             if (l->entries[i].type == DT_REG)
                 read_entry(dfd, &l->entries[i], below, budget);
@@ -136,9 +138,8 @@ static PyObject *as_python(const struct listed *l)
 {
     if (l->error)
         return PyLong_FromLong(l->error);
-    for (size_t i = 0; i < l->count; i++)
-        if (l->entries[i].type == DT_LNK || l->entries[i].type == DT_UNKNOWN)
-            Py_RETURN_NONE;
+    if (l->unsure)
+        Py_RETURN_NONE;
     PyObject *names = PyList_New((Py_ssize_t)l->count), *dirs = PyList_New(0), *contents = PyDict_New();
     if (names == NULL || dirs == NULL || contents == NULL)
         goto fail;
