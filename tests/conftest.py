@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -111,6 +112,9 @@ COSTLY_FIXTURES = {"spark": ("spark",), "local_spark": ("spark",), "cluster": ("
 
 
 def pytest_configure(config):
+    # The suite's Spark JVMs neither read nor add to the user's class cache (spark/class_cache.py), and leave no
+    # builder behind them; tests/spark/test_class_cache.py turns it on, in a directory of its own.
+    os.environ["LOGTOOL_CLASS_CACHE"] = "0"
     known = {line.split(":")[0].strip() for line in config.getini("markers")}
     for name, meaning in MARKERS.items():
         if name.split("(")[0] not in known:

@@ -13,7 +13,7 @@ from logtool.commands.common.options import (deep_option, epilog, fail_on_option
                                       spare_page_cache_option, transaction_timeout_option)
 from logtool.render.emit import emit
 from logtool.spark.hosts import LOCALITY_WAIT, pinned
-from logtool.spark.session import SparkUnavailable, require, start
+from logtool.spark.session import SparkUnavailable, require, start, stop
 
 
 def _conf(_ctx, _param, values: tuple[str, ...]) -> dict[str, str]:
@@ -128,5 +128,5 @@ def command(paths: tuple[Path, ...], output: str, master: str | None, deep: bool
         raise click.ClickException(f"the Spark job failed: {_one_line(e)}") from None
     finally:
         if started:
-            spark.stop()
+            stop(spark)
     return emit(audited, fmt, render_audit, fail_on)

@@ -14,11 +14,12 @@ import threading
 import zipfile
 from importlib.machinery import EXTENSION_SUFFIXES
 from importlib.util import MAGIC_NUMBER, source_hash
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from logtool.spark import class_cache
 from logtool.spark.daemon import importable_anew
 
 if TYPE_CHECKING:
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
 
 PACKAGE = Path(__file__).resolve().parents[1]  # the logtool package directory
 LOG4J2 = Path(__file__).with_name("log4j2.properties")
+# What the class cache does for the JVM this process started last (one JVM at a time: PySpark's gateway).
+_class_plan = class_cache.Plan()
 
 
 class SparkUnavailable(Exception):
@@ -56,8 +59,10 @@ def _under_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
-def start(master: str | None, conf: dict[str, str]) -> tuple["SparkSession", bool]:
-    """The active session, or a new one; the flag says whether this call made it (and should stop it).
+def start(master: str | None, conf: dict[str, str], java_options: Sequence[str] = ()) \
+        -> tuple["SparkSession", bool]:
+    """The active session, or a new one; the flag says whether this call made it (and should stop it with
+    `stop`). `java_options`: more options for a driver JVM started here, after logtool's own.
 
     A session started here for a local master stays on this machine (driver bound to 127.0.0.1), runs its
     Python workers with this interpreter (which has logtool's dependencies) and logs fatal errors only.
@@ -69,7 +74,7 @@ def start(master: str | None, conf: dict[str, str]) -> tuple["SparkSession", boo
         # (logging.basicConfig): tracebacks of the calls a Ctrl-C interrupted, and of the connections
         # closed after it. logtool says what went wrong in its own lines.
         root.addHandler(logging.NullHandler())
-    from pyspark import SparkConf
+    from pyspark import SparkConf, SparkContext
     from pyspark.errors import PySparkException
     from pyspark.sql import SparkSession
 
@@ -83,16 +88,14 @@ def start(master: str | None, conf: dict[str, str]) -> tuple["SparkSession", boo
                 # (Spark 4.1 and newer): each task's exchanges with its worker cost less, which an audit of
                 # many tasks pays many times (bench/audit.py measures what a task costs).
                 "spark.python.unix.domain.socket.enabled": "true"}
-    # The driver's JVM starts here unless spark-submit started it (client mode, whatever the master): fatal
-    # errors only in its log, so the terminal shows logtool's lines, not Spark's banner and warnings.
-    java_options = [] if submitted else [f"-Dlog4j2.configurationFile={LOG4J2.as_uri()}"]
     if local:
-        # The JVM of a local audit only schedules tasks and writes small tables: the JIT's top tier would
-        # spend more CPU compiling Spark than it saves (it halves the CPU time of an audit on two cores).
-        java_options.append("-XX:TieredStopAtLevel=1")
         settings |= {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
-    if java_options:
-        settings["spark.driver.extraJavaOptions"] = " ".join(java_options)
+    # PySpark keeps one JVM per process: a later session runs in the JVM the first one started, with its options.
+    launch = not submitted and SparkContext._gateway is None
+    global _class_plan
+    _class_plan = class_cache.Plan()
+    if launch:
+        settings["spark.driver.extraJavaOptions"] = " ".join(_driver_options(local, conf, java_options))
     if "spark.pyspark.python" not in conf:
         # PySpark starts its Python workers with $PYSPARK_PYTHON (else `python3`, which may lack logtool's
         # dependencies), read when the context is made: unless the user chose one, this interpreter, on a
@@ -106,7 +109,7 @@ def start(master: str | None, conf: dict[str, str]) -> tuple["SparkSession", boo
     if master:
         spark_conf.setMaster(master)
     try:
-        if not submitted:
+        if launch:
             _launch_jvm(spark_conf)
         spark = SparkSession.builder.config(conf=spark_conf).getOrCreate()
     except (PySparkException, OSError) as e:
@@ -117,6 +120,33 @@ def start(master: str | None, conf: dict[str, str]) -> tuple["SparkSession", boo
         spark.sparkContext.setLogLevel("ERROR")  # spark-submit's JVM logged its start already; quiet from here on
     _plain_interrupt()
     return spark, True
+
+
+def _driver_options(local: bool, conf: dict[str, str], more: Sequence[str]) -> list[str]:
+    """The options of a driver JVM started here (conf's spark.driver.extraJavaOptions, if any, replaces them)."""
+    global _class_plan
+    # Fatal errors only in its log, so the terminal shows logtool's lines, not Spark's banner and warnings.
+    options = [f"-Dlog4j2.configurationFile={LOG4J2.as_uri()}"]
+    if local:
+        # The JVM of a local audit only schedules tasks and writes small tables: the JIT's top tier would
+        # spend more CPU compiling Spark than it saves (it halves the CPU time of an audit on two cores).
+        options.append("-XX:TieredStopAtLevel=1")
+    if "spark.driver.extraJavaOptions" not in conf and (java_bin := java()) is not None:
+        # Spark's classes mapped from an archive made once, not loaded from its jars each time.
+        _class_plan = class_cache.plan(java_bin)
+        options += _class_plan.options
+    return options + list(more)
+
+
+def stop(spark: "SparkSession") -> None:
+    """Stop a session `start` made; when its JVM recorded the classes it loaded, have the class cache's
+    archive built from them (spark/class_cache.py), after this process and its JVM are gone."""
+    global _class_plan
+    request = class_cache.request_from(spark, _class_plan)
+    _class_plan = class_cache.Plan()
+    spark.stop()
+    if request is not None:
+        class_cache.start_builder(request)
 
 
 def _plain_interrupt() -> None:

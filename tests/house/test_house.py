@@ -227,6 +227,9 @@ WRITE_ALLOWED = {
                              "into a directory of its own beside that archive (or a new temporary one), to load it",
     "logtool/spark/driver.py": "with a local master, the audit's warm-up writes an empty Parquet table into a new "
                                "temporary directory of its own, removed at once (the tables go where --output says)",
+    "logtool/spark/class_cache.py": "keeps the driver JVM's class archive in the user's cache directory (mode 700, "
+                                    "never a Kafka log dir or partition dir): the JVM's class list, a lock, the "
+                                    "archive written beside its name and renamed over it, stale ones removed",
     "logtool/spark/jvm_stderr.py": "passes the JVM's stderr lines on to fd 2 with os.write (a daemon thread must "
                                    "not hold sys.stderr's lock when the interpreter exits)",
 }
