@@ -124,17 +124,15 @@ def audit_once(n: int, brokers: int, master: str = MASTER, replicas: bool = Fals
     """In a process of its own: one audit, from Spark's start to its stop; with `replicas`, of the replicated
     fleet of `n` partitions, with --replicas."""
     from logtool.spark.driver import Audit, run_audit
-    from logtool.spark.session import LOG4J2, start
+    from logtool.spark.session import start, stop
     from logtool.spark.task import Settings
 
     log_dirs = replicated_fleet(n) if replicas else fleet(n, brokers)
     gc_log = Path(tempfile.mkstemp(prefix="audit-many-gc-", suffix=".log")[1])
-    # The JVM options `start` gives the driver, and its garbage collections logged: the heap each left behind
-    # is what the driver's JVM had to hold (at most; its RSS says how far the heap was let grow).
-    java = [f"-Dlog4j2.configurationFile={LOG4J2.as_uri()}", f"-Xlog:gc:file={gc_log}"]
-    java += ["-XX:TieredStopAtLevel=1"] if master.startswith("local") else []
+    # The driver's garbage collections logged: the heap each left behind is what the driver's JVM had to hold
+    # (at most; its RSS says how far the heap was let grow).
     t = time.perf_counter()
-    spark, _ = start(master, {"spark.ui.enabled": "false", "spark.driver.extraJavaOptions": " ".join(java)})
+    spark, _ = start(master, {"spark.ui.enabled": "false"}, java_options=(f"-Xlog:gc:file={gc_log}",))
     startup = time.perf_counter() - t
     me, jvm = os.getpid(), spark.sparkContext._gateway.proc.pid
     started = _status_mb(me, "VmRSS"), _status_mb(jvm, "VmRSS")
@@ -151,7 +149,7 @@ def audit_once(n: int, brokers: int, master: str = MASTER, replicas: bool = Fals
         peaks = _status_mb(me, "VmHWM"), _status_mb(jvm, "VmHWM"), max(workers, default=0.0)
         heap = max((int(m.group(1)) for m in re.finditer(r"\d+M->(\d+)M\(\d+M\)", gc_log.read_text())), default=0)
     finally:
-        spark.stop()
+        stop(spark)
         gc_log.unlink()
     if replicas:  # the planted divergences come with damage: exit 4
         assert summary["divergence"]["shared_partitions"] == n + 10 and summary["exit_code"] == 4, summary
@@ -167,11 +165,34 @@ def audit_once(n: int, brokers: int, master: str = MASTER, replicas: bool = Fals
             "driver_jvm_heap_after_gc_mb": heap, "worker_python_rss_mb": round(peaks[2])}
 
 
-def audit_command(n: int, brokers: int, master: str = MASTER, replicas: bool = False) -> dict:
+def audit_command(n: int, brokers: int, master: str = MASTER, replicas: bool = False,
+                  class_cache: bool = True) -> dict:
     p = subprocess.run([sys.executable, "-m", "bench.audit_many", "--one", str(n), str(brokers), master,
-                        *(["replicas"] if replicas else [])], capture_output=True, text=True)
+                        *(["replicas"] if replicas else [])], capture_output=True, text=True,
+                       env=os.environ | {"LOGTOOL_CLASS_CACHE": "1" if class_cache else "0"})
     assert p.returncode == 0, p.stderr[-3000:]
     return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def class_cache_ready() -> float | None:
+    """The driver JVM's class archive (spark/class_cache.py) made before anything is timed, as a user's
+    audits find it after their first: a small audit records the classes, and its detached builder is waited
+    for (it would take a core from the audits timed next). The archive's size in MB; None without one."""
+    from logtool.spark.class_cache import current_cache
+    from logtool.spark.session import java
+
+    java_bin = java()
+    cache = current_cache(java_bin) if java_bin else None
+    if cache is None:
+        return None
+    if not cache.archive.exists():
+        audit_command(*_fleet_shape("2000"))
+        deadline = time.monotonic() + 600
+        while not cache.archive.exists() or list(cache.folder.glob(f"{cache.archive.stem}.*.classes")):
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(1)
+    return round(cache.archive.stat().st_size / 1e6)
 
 
 def _spark_class(args: list[str], env: dict, log: Path) -> subprocess.Popen:
@@ -221,6 +242,12 @@ def standalone() -> Iterator[str]:
 
 def main() -> int:
     results, clustered = [], []
+    archive_mb = class_cache_ready()
+    without = []
+    for spec in FLEETS[:1]:  # what the class cache saves: the first fleet audited without it too
+        n, brokers = _fleet_shape(spec)
+        warm(fleet(n, brokers))
+        without.append({"partitions": n, **audit_command(n, brokers, class_cache=False)})
     for spec in FLEETS:
         n, brokers = _fleet_shape(spec)
         log_dirs = fleet(n, brokers)
@@ -254,7 +281,8 @@ def main() -> int:
                            "load_average": [round(before, 2), round(os.getloadavg()[0], 2)]})
     write_results("audit_many", {
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
-        "master": MASTER, "runs": results, "cluster": clustered, "replicas": replicated,
+        "master": MASTER, "class_cache_mb": archive_mb, "without_class_cache": without,
+        "runs": results, "cluster": clustered, "replicas": replicated,
         "model": model(results), "cluster_model": model(clustered)}, render)
     return 0
 
@@ -306,6 +334,19 @@ def _model_text(m: dict | None, where: str) -> str:
             f"collection {heap['at_0']} MB + {heap['per_1000']} MB per 1,000, its RSS {m['driver_jvm_rss_mb'][0]} "
             f"to {m['driver_jvm_rss_mb'][1]} MB (as far as Spark's 1 GB heap limit let it grow); the audit "
             f"{m['audit_s_per_1000'][0]} to {m['audit_s_per_1000'][1]} s per 1,000 partitions.\n")
+
+
+def _class_cache_text(r: dict) -> str:
+    if not r.get("class_cache_mb"):
+        return "The driver's JVMs ran without the class cache (spark/class_cache.py): none could be made.\n"
+    text = (f"The driver's JVMs mapped Spark's classes from the class cache (spark/class_cache.py; an archive of "
+            f"{r['class_cache_mb']} MB, made before the runs).")
+    for x in r.get("without_class_cache", []):
+        p = x["audit_phases"]
+        text += (f" Without it, at {x['partitions']:,} partitions: Spark start {x['startup_s']} s, audit "
+                 f"{x['audit_s']} s ({p['listing']} / {p['check']} / {p['output']} s), the audit's CPU "
+                 f"{x['audit_cpu_s']} s.")
+    return text + "\n"
 
 
 def render(r: dict) -> str:
@@ -365,6 +406,7 @@ before verify and after the audit: the machine is shared, so times are noisy; me
 |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
 {rows}
 
+{_class_cache_text(r)}
 {_model_text(r.get("model"), "On local[2]")}{on_cluster}{with_replicas}
 What this means for a million partitions on 500 brokers: the fleet audit's page, "The driver's memory".
 """  # noqa: E501 - the report's Markdown: a table row, or a line, as it is written
