@@ -176,6 +176,13 @@ def plan(java_bin: str) -> Plan:
     return Plan((f"-XX:DumpLoadedClassList={recording}", QUIET), recording, cache)
 
 
+def discard(made: Plan) -> Plan:
+    """Remove the class list `made` had its JVM record, which no builder will take; an empty plan."""
+    if made.recording is not None:
+        made.recording.unlink(missing_ok=True)
+    return Plan()
+
+
 @dataclass(frozen=True, slots=True)
 class Request:
     """What a builder needs, as the running JVM reports it (its Java, its exact class path)."""

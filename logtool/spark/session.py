@@ -113,9 +113,13 @@ def start(master: str | None, conf: dict[str, str], java_options: Sequence[str] 
             _launch_jvm(spark_conf)
         spark = SparkSession.builder.config(conf=spark_conf).getOrCreate()
     except (PySparkException, OSError) as e:
+        _class_plan = class_cache.discard(_class_plan)
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise SparkUnavailable(f"Spark did not start: {first} (Spark needs Java 17 or newer; this is {java()})") \
             from None
+    except BaseException:  # interrupted while Spark started: no session to stop
+        _class_plan = class_cache.discard(_class_plan)
+        raise
     if submitted and "spark.log.level" not in conf:
         spark.sparkContext.setLogLevel("ERROR")  # spark-submit's JVM logged its start already; quiet from here on
     _plain_interrupt()
@@ -142,11 +146,16 @@ def stop(spark: "SparkSession") -> None:
     """Stop a session `start` made; when its JVM recorded the classes it loaded, have the class cache's
     archive built from them (spark/class_cache.py), after this process and its JVM are gone."""
     global _class_plan
-    request = class_cache.request_from(spark, _class_plan)
-    _class_plan = class_cache.Plan()
-    spark.stop()
-    if request is not None:
-        class_cache.start_builder(request)
+    made, _class_plan = _class_plan, class_cache.Plan()
+    request = None
+    try:
+        request = class_cache.request_from(spark, made)
+        spark.stop()
+    finally:
+        if request is not None:
+            class_cache.start_builder(request)
+        else:  # nothing recorded, or an audit interrupted with its JVM: no list left behind
+            class_cache.discard(made)
 
 
 def _plain_interrupt() -> None:
@@ -154,7 +163,21 @@ def _plain_interrupt() -> None:
     JVM from inside the signal handler, on the connection the interrupted call is reading, and Py4J logs
     that failure with its traceback. The command stops the session on its way out, which cancels its jobs."""
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGINT, _interrupt)
+
+
+_interrupted = threading.Event()
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    _interrupted.set()
+    raise KeyboardInterrupt
+
+
+def interrupted() -> bool:
+    """Whether Ctrl-C came since a session started: a Py4J call it interrupted fails with an error of its own
+    ("Answer from Java side is empty"), which is then the interruption, not a failed job."""
+    return _interrupted.is_set()
 
 
 def _launch_jvm(conf: "SparkConf") -> None:

@@ -90,3 +90,37 @@ def test_fail_on_error_lets_a_warning_pass(command, tmp_path):
     passed = CliRunner().invoke(cli, [*command, "--fail-on", "error", "--format", "json", str(part)])
     assert json.loads(warned.stdout)["exit_code"] == 4
     assert json.loads(passed.stdout)["exit_code"] == 0
+
+
+def test_a_ctrl_c_that_py4j_made_an_error_of_its_own_is_an_interruption(monkeypatch, capsys, tmp_path):
+    """Ctrl-C inside a Py4J call comes out of it as a Py4JError ("Answer from Java side is empty"): the
+    audit then says it was interrupted, as for any other Ctrl-C, not that the Spark job failed."""
+    import threading
+
+    from py4j.protocol import Py4JError
+
+    from logtool.spark import session
+
+    def failing(_spark, _audit, _started):
+        raise Py4JError("An error occurred while calling o42.collect")
+
+    def interrupted(_spark, _audit, _started):
+        try:
+            session._interrupt(2, None)  # the handler an audit's session installs for SIGINT
+        except KeyboardInterrupt:
+            raise Py4JError("Answer from Java side is empty") from None
+
+    def logtool() -> tuple[int, str]:
+        with pytest.raises(SystemExit) as ended:
+            main(["audit", "-o", str(tmp_path / "out"), str(tmp_path / "data")])
+        return ended.value.code, capsys.readouterr().err
+
+    (tmp_path / "data").mkdir()
+    monkeypatch.setattr(session, "_interrupted", threading.Event())
+    _fake_spark(monkeypatch, failing)
+    rc, err = logtool()
+    assert rc == 8 and err.strip().splitlines()[-1] == "logtool: the Spark job failed: An error occurred while " \
+                                                       "calling o42.collect"
+    _fake_spark(monkeypatch, interrupted)
+    rc, err = logtool()
+    assert rc == 8 and err.strip().splitlines()[-1] == "logtool: interrupted (SIGINT)"

@@ -264,3 +264,28 @@ def test_the_driver_jvm_maps_the_archive(tmp_path):
     mapped = _session(env)
     assert re.search(re.escape(request.archive) + "$", mapped["maps"], re.M)
     assert mapped["requests"] == []  # nothing recorded once there is an archive
+
+
+def test_an_audit_that_ends_without_its_jvm_leaves_no_class_list(cache_dir, installation, monkeypatch):
+    """Interrupted, or its JVM gone before the session stopped: no builder, and its class list removed."""
+    from logtool.spark import session
+
+    java, _ = installation
+    made = plan(str(java))
+    assert made.recording is not None
+    made.recording.write_text("java/lang/Object id: 0\n")
+    monkeypatch.setattr(session, "_class_plan", made)
+    started = []
+    monkeypatch.setattr(class_cache, "start_builder", started.append)
+
+    class Gone:
+        class sparkContext:  # noqa: N801 - a SparkSession's attribute
+            _gateway = None
+            _jvm = None
+
+        def stop(self) -> None:
+            pass
+
+    session.stop(Gone())  # type: ignore[arg-type]
+    assert started == [] and not made.recording.exists()
+    assert session._class_plan == class_cache.Plan()
