@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 
 import pytest
 from click.testing import CliRunner
@@ -122,5 +123,10 @@ def test_a_ctrl_c_that_py4j_made_an_error_of_its_own_is_an_interruption(monkeypa
     assert rc == 8 and err.strip().splitlines()[-1] == "logtool: the Spark job failed: An error occurred while " \
                                                        "calling o42.collect"
     _fake_spark(monkeypatch, interrupted)
-    rc, err = logtool()
+    handler = signal.getsignal(signal.SIGINT)
+    try:
+        rc, err = logtool()
+    finally:
+        # An interrupted command ignores SIGINT from then on, which every process this one starts would inherit.
+        signal.signal(signal.SIGINT, handler)
     assert rc == 8 and err.strip().splitlines()[-1] == "logtool: interrupted (SIGINT)"
