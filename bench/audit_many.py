@@ -338,7 +338,7 @@ def _model_text(m: dict | None, where: str) -> str:
 
 def _class_cache_text(r: dict) -> str:
     if not r.get("class_cache_mb"):
-        return "The driver's JVMs ran without the class cache (spark/class_cache.py): none could be made.\n"
+        return "The driver's JVMs ran without the class cache (spark/class_cache.py): it was off or unusable.\n"
     text = (f"The driver's JVMs mapped Spark's classes from the class cache (spark/class_cache.py; an archive of "
             f"{r['class_cache_mb']} MB, made before the runs).")
     for x in r.get("without_class_cache", []):

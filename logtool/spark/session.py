@@ -175,8 +175,9 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def interrupted() -> bool:
-    """Whether Ctrl-C came since a session started: a Py4J call it interrupted fails with an error of its own
-    ("Answer from Java side is empty"), which is then the interruption, not a failed job."""
+    """Whether a Ctrl-C has reached the handler a session of this process installed: a Py4J call it
+    interrupted fails with an error of its own ("Answer from Java side is empty"), which is then the
+    interruption, not a failed job."""
     return _interrupted.is_set()
 
 
