@@ -73,6 +73,8 @@ def cache_folder() -> Path | None:
     else:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         folder = Path(base) / "logtool"
+    if ":" in str(folder):
+        return None  # the JVM reads -XX:SharedArchiveFile as a list split at colons: no archive could be named
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         st = folder.stat()

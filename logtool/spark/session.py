@@ -7,6 +7,7 @@ import importlib.util
 import logging
 import marshal
 import os
+import shlex
 import shutil
 import signal
 import sys
@@ -95,7 +96,9 @@ def start(master: str | None, conf: dict[str, str], java_options: Sequence[str] 
     global _class_plan
     _class_plan = class_cache.Plan()
     if launch:
-        settings["spark.driver.extraJavaOptions"] = " ".join(_driver_options(local, conf, java_options))
+        # Spark splits this setting as a shell would: a path with a space (a home directory's) quoted, or the JVM
+        # takes its second half for the class to run.
+        settings["spark.driver.extraJavaOptions"] = shlex.join(_driver_options(local, conf, java_options))
     if "spark.pyspark.python" not in conf:
         # PySpark starts its Python workers with $PYSPARK_PYTHON (else `python3`, which may lack logtool's
         # dependencies), read when the context is made: unless the user chose one, this interpreter, on a

@@ -62,6 +62,12 @@ def test_no_cache_when_turned_off_or_when_others_can_write_into_it(cache_dir, mo
     assert cache_folder() == cache_dir
 
 
+def test_no_cache_where_the_jvm_could_not_name_an_archive(tmp_path, monkeypatch):
+    monkeypatch.setenv("LOGTOOL_CLASS_CACHE", "1")
+    monkeypatch.setenv("LOGTOOL_CACHE_DIR", str(tmp_path / "a:b"))  # it would build, and fail, after every audit
+    assert cache_folder() is None
+
+
 def test_never_a_kafka_directory(tmp_path, monkeypatch):
     log_dir = tmp_path / "kafka-logs"
     (log_dir / "orders-0").mkdir(parents=True)
@@ -256,7 +262,9 @@ def _session(env: dict[str, str]) -> dict:
 
 @pytest.mark.spark
 def test_the_driver_jvm_maps_the_archive(tmp_path):
-    env = os.environ | {"LOGTOOL_CACHE_DIR": str(tmp_path / "cache"), "LOGTOOL_CLASS_CACHE": "1"}
+    # In a directory whose name has a space, as a home directory may: Spark splits the JVM's options as a shell
+    # does, and the JVM took the path's second half for the class to run.
+    env = os.environ | {"LOGTOOL_CACHE_DIR": str(tmp_path / "my cache"), "LOGTOOL_CLASS_CACHE": "1"}
     recorded = _session(env)
     (request,) = (Request(**r) for r in recorded["requests"])
     assert request.archive not in recorded["maps"]
