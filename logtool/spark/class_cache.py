@@ -1,18 +1,18 @@
-"""Spark's classes kept between local audits: a class data sharing (CDS) archive of the classes the driver's JVM
+"""Spark's classes kept between audits: a class data sharing (CDS) archive of the classes the driver's JVM
 loads, which the next JVM maps from one file instead of finding, reading and verifying each class in Spark's
 300 jars. On a two-core machine it took Spark's start from 3.3 to 1.5 s, and the JVM's CPU during the checks
 of 20,000 partitions from 2.0 to 1.0 s (docs/fleet.md).
 
-The first local audit records the names of the classes its JVM loads (-XX:DumpLoadedClassList, which costs it
+The first audit records the names of the classes its JVM loads (-XX:DumpLoadedClassList, which costs it
 nothing measurable). When it stops, a detached process of low priority waits for that JVM to end and builds the
-archive from the list (java -Xshare:dump: about 20 s of CPU and 130 MB of disk, once); later audits map it. The
+archive from the list (java -Xshare:dump: about 20 s of CPU and 180-195 MB of disk, once); later audits map it. The
 archive is named by a digest of the Java and of Spark's jars, so a changed installation makes a new one (and
 the old ones are removed); an archive the JVM cannot use is ignored by the JVM without a word (its CDS logging
 is off), never an error. LOGTOOL_CACHE_DIR moves the cache (default $XDG_CACHE_HOME/logtool, else
 ~/.cache/logtool); LOGTOOL_CLASS_CACHE=0 turns this off.
 
-Only for a JVM that logtool starts itself (a local master): spark-submit's JVM is started before logtool runs
-(docs/fleet.md says how to give it an archive)."""
+Only for a JVM that logtool starts itself (any master but spark-submit's): spark-submit's JVM is started
+before logtool runs (docs/fleet.md says how to give it an archive)."""
 from __future__ import annotations
 
 import fcntl
@@ -81,7 +81,7 @@ def cache_folder() -> Path | None:
     except OSError:
         return None
     # A JVM runs the classes it maps from here: only from a directory no one else can write into.
-    if st.st_uid != os.geteuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) or not os.access(folder, os.W_OK):
+    if not _private(st) or not os.access(folder, os.W_OK):
         return None
     try:
         if classify_path(folder) in (PathKind.LOG_DIR, PathKind.PARTITION_DIR):
@@ -131,27 +131,41 @@ def current_cache(java_bin: str) -> Cache | None:
     return Cache(folder, installation_key(java_bin, _spark_home()))
 
 
+def _private(st: os.stat_result) -> bool:
+    """Owned by this user, and no one else may write it."""
+    return st.st_uid == os.geteuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
 def _usable(path: Path) -> bool:
     """An archive this user made and alone can change."""
     try:
         st = path.lstat()
     except OSError:
         return False
-    return stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    return stat.S_ISREG(st.st_mode) and _private(st)
 
 
-def _building(cache: Cache) -> bool:
-    """Whether a builder holds the cache's lock now."""
+def _locked(lock: Path | str) -> int | None:
+    """The cache's lock, taken: its descriptor, held until closed. None: another builder holds it, or it
+    cannot be opened."""
     try:
-        fd = os.open(cache.lock, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        fd = os.open(lock, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     except OSError:
-        return True  # cannot tell: record nothing
+        return None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
-        return True
-    finally:
         os.close(fd)
+        return None
+    return fd
+
+
+def _building(cache: Cache) -> bool:
+    """Whether a builder holds the cache's lock now (or it cannot be told: then nothing is recorded)."""
+    fd = _locked(cache.lock)
+    if fd is None:
+        return True
+    os.close(fd)
     return False
 
 
@@ -231,14 +245,9 @@ def build(request: Request) -> bool:
     """Make the archive `request` asks for, unless another builder is making it or it is there; whether it
     is there now. The class list is removed whatever happens, and so are the archives of other installations."""
     classes, archive = Path(request.classes), Path(request.archive)
+    fd = _locked(request.lock)
     try:
-        fd = os.open(request.lock, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    except OSError:
-        return False
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+        if fd is None:
             return False  # another builder's
         _wait_for_exit(request.jvm_pid)
         if not _usable(archive) and _recorded(classes):
@@ -247,7 +256,8 @@ def build(request: Request) -> bool:
         return _usable(archive)
     finally:
         classes.unlink(missing_ok=True)
-        os.close(fd)
+        if fd is not None:
+            os.close(fd)
 
 
 def _recorded(classes: Path) -> bool:
