@@ -1,4 +1,4 @@
-"""The JVM's stderr on the way to logtool's: the two kinds of Spark noise of a run that went well are dropped,
+"""The JVM's stderr on the way to logtool's: the three kinds of noise Spark makes as it stops are dropped,
 every other line passes byte for byte, and a Java that fails to start is still heard."""
 from __future__ import annotations
 
@@ -95,3 +95,36 @@ def test_a_java_that_fails_to_start_is_heard(tmp_path):
                        env={**os.environ, "JAVA_HOME": str(java.parents[1])}, timeout=120)
     assert p.returncode == 8 and "Error: this java is broken on purpose" in p.stderr
     assert p.stderr.splitlines()[-1].startswith("logtool: Spark did not start")
+
+
+# The shape of what a CI run printed after a failed preflight job, as the context stopped (30 lines there).
+REFUSED = [
+    b"java.util.concurrent.RejectedExecutionException: Task Future(<not completed>) rejected from "
+    b"java.util.concurrent.ThreadPoolExecutor@1b2c3d4[Terminated, pool size = 0, active threads = 0, "
+    b"queued tasks = 0, completed tasks = 3]\n",
+    b"\tat java.base/java.util.concurrent.ThreadPoolExecutor$AbortPolicy.rejectedExecution(ThreadPoolExecutor.java:2065)\n",
+    b"\tat scala.concurrent.impl.ExecutionContextImpl.execute(ExecutionContextImpl.scala:21)\n",
+    b"\tat scala.concurrent.impl.Promise$Transformation.submitWithValue(Promise.scala:462)\n",
+    b"Caused by: java.lang.InterruptedException\n",
+    b"\t... 12 more\n",
+]
+
+
+def test_a_task_refused_by_a_stopped_pool_is_dropped_with_its_whole_trace():
+    shutting = [REFUSED[0].replace(b"[Terminated,", b"[Shutting down,"), *REFUSED[1:]]
+    in_thread = [b'Exception in thread "dispatcher-event-loop-1" ' + REFUSED[0], *REFUSED[1:]]
+    for trace in (REFUSED, shutting, in_thread):
+        assert passed([b"before\n", *trace, b"after\n"]) == [b"before\n", b"after\n"]
+        assert passed([*trace, *DAEMON_BROKEN_PIPE, *trace]) == []  # the stream ends inside the trace
+
+
+def test_a_task_refused_by_a_running_pool_and_other_java_traces_pass_whole():
+    running = [REFUSED[0].replace(b"[Terminated,", b"[Running,"), *REFUSED[1:]]
+    other = [b"java.lang.OutOfMemoryError: Java heap space\n", *REFUSED[1:]]
+    for trace in (running, other):
+        assert passed([*trace, b"after\n"]) == [*trace, b"after\n"]
+
+
+def test_a_refused_trace_longer_than_any_of_spark_s_passes_whole():
+    lines = [REFUSED[0], *[REFUSED[1]] * (HELD_AT_MOST + 5), b"after\n"]
+    assert passed(lines) == lines
