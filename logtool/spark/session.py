@@ -16,7 +16,7 @@ import zipfile
 from importlib.machinery import EXTENSION_SUFFIXES
 from importlib.util import MAGIC_NUMBER, source_hash
 from collections.abc import Collection, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -153,12 +153,31 @@ def stop(spark: "SparkSession") -> None:
     request = None
     try:
         request = class_cache.request_from(spark, made)
-        spark.stop()
+        _stop_promptly(spark)
     finally:
         if request is not None:
             class_cache.start_builder(request)
         else:  # nothing recorded, or an audit interrupted with its JVM: no list left behind
             class_cache.discard(made)
+
+
+def _stop_promptly(spark: "SparkSession") -> None:
+    """spark.stop(), without waiting for PySpark's accumulator server to end (0.74-0.85 s of a 0.97 s stop,
+    measured, every audit): its handler polls the JVM's connection in 1 s steps and notices the stop only
+    between two. A daemon thread waits instead; the process may exit first, which closes the sockets the same
+    way. A server on a Unix socket (the default here) would remove its file as it ends: the file goes at once."""
+    context = spark.sparkContext
+    server = getattr(context, "_accumulatorServer", None)
+    # spark.stop() ends the server only if the context still holds it (PySpark types the slot without None).
+    context._accumulatorServer = None  # type: ignore[assignment]
+    try:
+        spark.stop()
+    finally:
+        if server is not None:
+            if isinstance(server.server_address, str):  # a Unix socket's path: no one connects after the stop
+                with suppress(FileNotFoundError):
+                    os.unlink(server.server_address)
+            threading.Thread(target=server.shutdown, name="logtool-accumulator-stop", daemon=True).start()
 
 
 def _plain_interrupt() -> None:
