@@ -9,7 +9,8 @@ archive from the list (java -Xshare:dump: about 20 s of CPU and 180-195 MB of di
 archive is named by a digest of the Java and of Spark's jars, so a changed installation makes a new one (and
 the old ones are removed); an archive the JVM cannot use is ignored by the JVM without a word (its CDS logging
 is off), never an error. LOGTOOL_CACHE_DIR moves the cache (default $XDG_CACHE_HOME/logtool, else
-~/.cache/logtool); LOGTOOL_CLASS_CACHE=0 turns this off.
+~/.cache/logtool); LOGTOOL_CLASS_CACHE=0 turns this off, and the cache of logtool's shipped package
+(spark/package.py), which keeps its zip in the same directory.
 
 Only for a JVM that logtool starts itself (any master but spark-submit's): spark-submit's JVM is started
 before logtool runs (docs/fleet.md says how to give it an archive)."""
@@ -136,8 +137,8 @@ def _private(st: os.stat_result) -> bool:
     return st.st_uid == os.geteuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
-def _usable(path: Path) -> bool:
-    """An archive this user made and alone can change."""
+def usable(path: Path) -> bool:
+    """A file in the cache (not a link) this user made and alone can change."""
     try:
         st = path.lstat()
     except OSError:
@@ -184,7 +185,7 @@ def plan(java_bin: str) -> Plan:
     cache = current_cache(java_bin)
     if cache is None:
         return Plan()
-    if _usable(cache.archive):
+    if usable(cache.archive):
         return Plan((f"-XX:SharedArchiveFile={cache.archive}", "-Xshare:auto", QUIET), None, cache)
     if _building(cache):
         return Plan()
@@ -250,10 +251,10 @@ def build(request: Request) -> bool:
         if fd is None:
             return False  # another builder's
         _wait_for_exit(request.jvm_pid)
-        if not _usable(archive) and _recorded(classes):
+        if not usable(archive) and _recorded(classes):
             _dump(request, archive)
         _remove_others(archive, Path(request.lock))
-        return _usable(archive)
+        return usable(archive)
     finally:
         classes.unlink(missing_ok=True)
         if fd is not None:

@@ -2,32 +2,27 @@
 to the executors. Importable without PySpark, so that its absence is a one-line message."""
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import logging
-import marshal
 import os
 import shlex
 import shutil
 import signal
 import sys
 import threading
-import zipfile
-from importlib.machinery import EXTENSION_SUFFIXES
-from importlib.util import MAGIC_NUMBER, source_hash
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from logtool.spark import class_cache
 from logtool.spark.daemon import importable_anew
+from logtool.spark.package import package_archive
 
 if TYPE_CHECKING:
     from pyspark import SparkConf
     from pyspark.sql import SparkSession
 
-PACKAGE = Path(__file__).resolve().parents[1]  # the logtool package directory
 LOG4J2 = Path(__file__).with_name("log4j2.properties")
 # What the class cache does for the JVM this process started last (one JVM at a time: PySpark's gateway).
 _class_plan = class_cache.Plan()
@@ -254,40 +249,6 @@ def ship(spark: "SparkSession") -> None:
     archive = package_archive(folder, skip=shipped)
     if archive is not None:
         sc.addPyFile(str(archive))
-
-
-def package_archive(folder: Path, skip: Collection[str] = ()) -> Path | None:
-    """The installed package as a zip in `folder`, named by its content (None: a zip of that name is in
-    `skip`). Beside each module its compiled code, which Python takes from an archive as it is (unchecked),
-    so that no executor compiles the package again; and the compiled extensions as built here, which
-    logtool/extensions.py loads from the archive (Python imports none from a zip by itself)."""
-    def read(paths: Iterable[Path]) -> dict[str, bytes]:  # by the name in the archive, each file read once
-        return {str(p.relative_to(PACKAGE.parent)): p.read_bytes() for p in sorted(paths)
-                if "__pycache__" not in p.parts}
-
-    sources = read(PACKAGE.rglob("*.py"))
-    builds = read(p for p in PACKAGE.rglob("*") if p.name.endswith(tuple(EXTENSION_SUFFIXES)))
-    digest = hashlib.sha256()
-    for inner, data in (sources | builds).items():
-        digest.update(inner.encode() + b"\0" + data)
-    name = f"logtool-{digest.hexdigest()[:16]}.zip"
-    if name in skip:
-        return None
-    with zipfile.ZipFile(folder / name, "w", zipfile.ZIP_DEFLATED) as z:
-        for inner, source in sources.items():
-            z.writestr(inner, source)
-            z.writestr(inner[:-3] + ".pyc", _unchecked_pyc(source, inner))
-        for inner, data in builds.items():
-            z.writestr(inner, data)
-    return folder / name
-
-
-def _unchecked_pyc(source: bytes, path: str) -> bytes:
-    """A module's compiled code as a .pyc that Python takes without comparing it with its source (PEP 552's
-    unchecked hash-based form): zipimport looks for `module.pyc` beside `module.py`."""
-    code = compile(source, path, "exec", dont_inherit=True)
-    flags = 0b01  # hash-based, not checked against the source
-    return MAGIC_NUMBER + flags.to_bytes(4, "little") + source_hash(source) + marshal.dumps(code)
 
 
 # What an executor imports to check partitions, each with its fallbacks (click and rich are the driver's).

@@ -221,8 +221,11 @@ WRITE_ALLOWED = {
     "logtool/cli.py": "opens /dev/null O_WRONLY to park stdout once its reader went away (`logtool dump | head`)",
     "logtool/commands/report.py": "writes the HTML page of an audit where asked (a temporary file renamed over "
                                   "it), refusing a Kafka log dir or partition dir",
-    "logtool/spark/session.py": "ship() zips the package into Spark's own per-context files directory "
-                                "(mkdir + ZipFile 'w') for the executors",
+    "logtool/spark/session.py": "ship() makes a folder in Spark's own per-context files directory for the "
+                                "package's zip (mkdir)",
+    "logtool/spark/package.py": "writes the package's zip into that folder (ZipFile 'w', or a copy of the "
+                                "cached one), and keeps a copy in the class cache's directory (written beside "
+                                "its name, renamed over it; unused ones removed after a week)",
     "logtool/extensions.py": "on an audit's executor, copies a compiled module out of the archive ship() made "
                              "into a directory of its own beside that archive (or a new temporary one), to load it",
     "logtool/spark/driver.py": "with a local master, the audit's warm-up writes an empty Parquet table into a new "

@@ -1,17 +1,21 @@
-"""The package an audit ships to its executors (spark/session.py's `package_archive`): imported from the zip,
+"""The package an audit ships to its executors (spark/package.py): imported from the zip,
 logtool runs there as it does here, with its compiled kernel and its SIGBUS guard (logtool/extensions.py
 loads them out of the archive, which Python does not), and with compiled code that no executor compiles
 again. Before, every executor ran the pure-Python walk, unguarded."""
 from __future__ import annotations
 
 import json
+import os
+import stat
 import subprocess
 import sys
+import time
 import zipfile
 
 import pytest
 
-from logtool.spark.session import package_archive
+from logtool.spark import package
+from logtool.spark.package import package_archive
 
 # What an executor's Python sees of logtool, imported from the archive alone: no site-packages (-S), so that
 # the installed package cannot stand in for the archive's.
@@ -113,3 +117,73 @@ def test_an_audit_s_executors_check_with_the_kernel_and_the_guard(tmp_path):
     assert len(tasks) == 2
     for file, kernel, guard in tasks:
         assert ".zip/logtool/" in file and kernel and guard, tasks
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """A private cache directory in use (the suite turns the cache off), and a count of modules compiled."""
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("LOGTOOL_CACHE_DIR", str(folder))
+    monkeypatch.setenv("LOGTOOL_CLASS_CACHE", "1")
+    compiled: list[str] = []
+    real = package._unchecked_pyc
+
+    def counted(source: bytes, path: str) -> bytes:
+        compiled.append(path)
+        return real(source, path)
+
+    monkeypatch.setattr(package, "_unchecked_pyc", counted)
+    return folder, compiled
+
+
+def _shipped(tmp_path, name: str):
+    (tmp_path / name).mkdir()
+    return package_archive(tmp_path / name)
+
+
+def test_the_zip_is_made_once_per_install_and_copied_from_the_cache_after(tmp_path, cache):
+    folder, compiled = cache
+    first = _shipped(tmp_path, "a")
+    (kept,) = folder.glob(f"{package.PREFIX}*")
+    assert compiled and kept.read_bytes() == first.read_bytes() and stat.S_IMODE(kept.stat().st_mode) == 0o400
+    compiled.clear()
+    os.utime(kept, (1, 1))
+    second = _shipped(tmp_path, "b")
+    assert compiled == [] and second.name == first.name and second.read_bytes() == first.read_bytes()
+    assert kept.stat().st_mtime > 1  # in use: not taken for an unused one
+    assert _probe(second, tmp_path)["kernel"]  # the copy is a package that runs
+
+
+def test_a_cached_zip_others_could_change_or_cut_short_is_not_used(tmp_path, cache):
+    folder, compiled = cache
+    first = _shipped(tmp_path, "a")
+    (kept,) = folder.glob(f"{package.PREFIX}*")
+    kept.chmod(0o664)  # group-writable: someone else could have put code in it
+    compiled.clear()
+    assert _shipped(tmp_path, "b").read_bytes() == first.read_bytes() and compiled
+    kept.chmod(0o600)
+    kept.write_bytes(first.read_bytes()[: first.stat().st_size // 2])  # a copy cut short
+    compiled.clear()
+    assert _shipped(tmp_path, "c").read_bytes() == first.read_bytes() and compiled
+    assert kept.read_bytes() == first.read_bytes()  # made whole again
+
+
+def test_cached_zips_unused_for_a_week_go_and_nothing_is_cached_with_the_cache_off(tmp_path, cache, monkeypatch):
+    folder, _ = cache
+    folder.mkdir(mode=0o700)
+    old, recent = folder / f"{package.PREFIX}logtool-0.zip", folder / f"{package.PREFIX}logtool-1.zip"
+    for other in (old, recent):
+        other.write_bytes(b"an older install's")
+    os.utime(old, (time.time() - package.UNUSED_S - 60,) * 2)
+    _shipped(tmp_path, "a")
+    assert not old.exists() and recent.exists()
+    monkeypatch.setenv("LOGTOOL_CLASS_CACHE", "0")
+    emptied = tmp_path / "cache-off"
+    monkeypatch.setenv("LOGTOOL_CACHE_DIR", str(emptied))
+    assert _shipped(tmp_path, "b").exists() and not emptied.exists()
+
+
+def test_one_package_makes_one_zip_byte_for_byte(tmp_path, monkeypatch):
+    first = _shipped(tmp_path, "a")
+    monkeypatch.setattr(time, "localtime", lambda *_: time.struct_time((2031, 5, 6, 7, 8, 9, 0, 1, 0)))
+    assert _shipped(tmp_path, "b").read_bytes() == first.read_bytes()
