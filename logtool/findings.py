@@ -9,6 +9,7 @@ This module is a leaf: it imports nothing of logtool, so every layer may use it.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum, IntEnum
 
@@ -87,6 +88,11 @@ class Kind:
     def cap(self) -> int | None:
         """Findings of this kind one file reports in full; None: all of them."""
         return None if self.cuts else _CAP_OF_GROUP.get(self.group)
+
+    def __reduce__(self) -> tuple[Callable[[str], "Kind"], tuple[str]]:
+        # Unpickled as the catalog's own object (an audit pickles findings between executors and the driver),
+        # so that `finding.kind is NOT_AUDITED` holds wherever the finding was made.
+        return kind, (self.name,)
 
 
 @dataclass(slots=True, frozen=True)

@@ -64,6 +64,7 @@ class NotWorkedOut:
 
     partition: str
     why: str
+    unread: bool = False  # nothing of it was read (an audit's lost host): whether it stops the broker is unknown
 
     def to_dict(self) -> dict[str, Any]:
         return {"partition": self.partition, "why": self.why}
@@ -79,6 +80,11 @@ class Judged:
     unrecovered: list[Finding] = field(default_factory=list)
     loss: Loss | None = None
     not_worked_out: NotWorkedOut | None = None
+
+    @property
+    def starts(self) -> bool | None:
+        """Whether it lets the broker start: None when it was not read."""
+        return _starts(self.blockers, [self.not_worked_out] if self.not_worked_out else [])
 
     @property
     def matters(self) -> bool:
@@ -100,8 +106,10 @@ class Verdict:
     next_steps: list[str] = field(default_factory=list)
 
     @property
-    def starts(self) -> bool:
-        return not self.blockers
+    def starts(self) -> bool | None:
+        """Whether the broker would start with it: None (cannot be told) when a part of it was not read and
+        nothing read stops it."""
+        return _starts(self.blockers, self.unplanned)
 
     def add_log_dir_findings(self, findings: list[Finding]) -> None:
         self.blockers += [Blocker(f, self.log_dir, f.kind.at_start) for f in findings if f.kind.at_start is not None]
@@ -127,6 +135,12 @@ class Verdict:
                 "recovery_valid_records_dropped": sum(x.valid_records_dropped for x in self.losses),
                 "starts_unrecovered": [f.to_dict() for f in self.unrecovered],
                 "not_worked_out": [x.to_dict() for x in self.unplanned], "next": self.next_steps}
+
+
+def _starts(blockers: list[Blocker], unplanned: list[NotWorkedOut]) -> bool | None:
+    if blockers:
+        return False
+    return None if any(x.unread for x in unplanned) else True
 
 
 @dataclass(slots=True)
@@ -180,7 +194,7 @@ def judge(p: PartitionReport, directory: Path | None = None, unreachable: str | 
                     [f for f in findings if f.name in _SKIPS_RECOVERY])
     not_read = next((f for f in findings if f.kind is NOT_AUDITED), None)
     if not_read is not None:  # an audit's lost host: nothing was read, so nothing is known, not "loses nothing"
-        judged.not_worked_out = NotWorkedOut(p.path, not_read.message)
+        judged.not_worked_out = NotWorkedOut(p.path, not_read.message, unread=True)
     elif any(f.kind is UNREADABLE for f in findings):  # a plan blind to a file would say nothing true
         judged.not_worked_out = NotWorkedOut(p.path, _UNREADABLE)
     elif any(f.kind.cuts for f in findings):  # else recovery loses nothing here

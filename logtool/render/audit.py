@@ -20,7 +20,8 @@ def _verdicts(out: Screen, v: dict) -> None:
     """The fleet's verdict in one line, then the most troubled log dirs' verdicts as verify says them."""
     unknown = f"; for {v['not_worked_out']} partition(s) it cannot be worked out" if v["not_worked_out"] else ""
     style = "bold red" if v["would_not_start"] else "bold yellow" if v["troubled"] else "bold green"
-    out.print(f"[{style}]verdict[/]: of {v['log_dirs']} log dir(s), {v['would_not_start']} would not start; "
+    untold = f" ({v['start_unknown']} cannot be told: not read)" if v.get("start_unknown") else ""
+    out.print(f"[{style}]verdict[/]: of {v['log_dirs']} log dir(s), {v['would_not_start']} would not start{untold}; "
               f"recovery would cut {v['recovery_bytes_cut']} bytes of {v['partitions_cut']} partition(s) and drop "
               f"{v['recovery_valid_records_dropped']} valid record(s) as written{unknown}")
     for verdict in v["first"]:

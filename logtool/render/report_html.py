@@ -85,19 +85,25 @@ def _verdict(v: dict | None) -> list[str]:
     out = ["<h2>Would the brokers start?</h2>"]
     if v is None:
         return out + ['<p class="none">Not in this summary (written by an older logtool).</p>']
+    untold = (f' ({_num("verdict.start_unknown", v["start_unknown"])} cannot be told: not read)'
+              if v.get("start_unknown") else "")  # (a summary of schema 2 has no such count)
     out.append(f'<p>Of {_num("verdict.log_dirs", v["log_dirs"])} log dir(s), '
-               f'{_num("verdict.would_not_start", v["would_not_start"])} would not start; Kafka\'s recovery would cut '
+               f'{_num("verdict.would_not_start", v["would_not_start"])} would not start{untold}; Kafka\'s recovery '
+               f'would cut '
                f'{_num("verdict.recovery_bytes_cut", v["recovery_bytes_cut"])} bytes of '
                f'{_num("verdict.partitions_cut", v["partitions_cut"])} partition(s) and drop '
                f'{_num("verdict.recovery_valid_records_dropped", v["recovery_valid_records_dropped"])} valid '
                f'record(s) as written.</p>')
     rows = []
+    starts = {True: "yes", False: "<span class=error>no</span>", None: "<span class=warning>unknown</span>"}
     for d in v["first"]:
-        blockers = "<br>".join(f'{escape(b["code"])} {escape(b["name"])} {escape(b["file"] or b["dir"])}: '
-                               f'{escape(b["fix"])}' for b in d["blockers"])
+        blockers = "<br>".join([*(f'{escape(b["code"])} {escape(b["name"])} {escape(b["file"] or b["dir"])}: '
+                                  f'{escape(b["fix"])}' for b in d["blockers"]),
+                                *(f'{escape(x["partition"])}: {escape(x["why"])}' for x in d["not_worked_out"]
+                                  if d["broker_starts"] is None)])
         steps = "<br>".join(f"<code>{escape(step)}</code>" for step in d["next"])
         rows.append(f'<tr><td class="path">{escape(d["log_dir"])}</td><td>{escape(str(d["host"]))}</td>'
-                    f'<td>{"yes" if d["broker_starts"] else "<span class=error>no</span>"}</td><td>{blockers}</td>'
+                    f'<td>{starts[d["broker_starts"]]}</td><td>{blockers}</td>'
                     f'{_cell("verdict.first.recovery_bytes_cut", d["recovery_bytes_cut"])}'
                     f'{_cell("verdict.first.recovery_valid_records_dropped", d["recovery_valid_records_dropped"])}'
                     f'<td class="path">{steps}</td></tr>')

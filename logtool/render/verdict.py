@@ -27,6 +27,9 @@ def verdict_lines(v: dict) -> list[str]:
         for b in v["blockers"]:
             lines.append(f"  - {b['code']} {b['name']} {escape(b['file'] or b['dir'])}: {escape(b['effect'])}")
             lines.append(f"    fix: {escape(b['fix'])}")
+    elif v["broker_starts"] is None:  # a part of it was not read (an audit's lost host)
+        lines.append(f"[bold yellow]verdict[/] {where}: whether the broker would start cannot be told, as not all "
+                     f"of it was read:")
     elif v["recovery"] or v["starts_unrecovered"] or v["not_worked_out"]:
         lines.append(f"[bold yellow]verdict[/] {where}: the broker would start, and:")
     else:

@@ -19,7 +19,7 @@ def _schema(*fields: tuple[str, DataType]) -> StructType:
 
 
 S, I, L, D, B, T = StringType(), IntegerType(), LongType(), DoubleType(), BooleanType(), TimestampType()
-SCHEMA_VERSION = 2  # of the tables and summary.json: raised when a column changes meaning, goes or is renamed
+SCHEMA_VERSION = 3  # of the tables and summary.json: raised when a column changes meaning, goes or is renamed
 
 # Every table's rows say whose they are: the broker (its cluster and node id, from the log dir's
 # meta.properties; null for what is not inside a log dir given), its log dir and the host that read it. The
@@ -148,7 +148,7 @@ def partition_row(c: Checked) -> tuple:
 
 def _judged_columns(judged: Judged | None) -> tuple:
     loss = judged.loss if judged else None
-    return (not (judged and judged.blockers), loss.bytes_cut if loss else 0, loss.segments_deleted if loss else 0,
+    return (judged.starts if judged else True, loss.bytes_cut if loss else 0, loss.segments_deleted if loss else 0,
             loss.valid_records_dropped if loss else 0, loss.log_end_after if loss else None,
             judged.not_worked_out.why if judged and judged.not_worked_out else None)
 

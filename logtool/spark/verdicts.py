@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from logtool.recovery.verdict import Judged, Verdict
+from logtool.findings import NOT_AUDITED
+from logtool.recovery.verdict import Judged, NotWorkedOut, Verdict
 from logtool.spark.hosts import pinned
 from logtool.spark.listing import Listing
 from logtool.spark.rows import Broker, broker_of
@@ -24,6 +25,10 @@ def fleet_verdicts(listings: list[Listing], judged: Iterable[tuple[str, Judged]]
                 .add_log_dir_findings(d.findings)
         for log_dir in listing.targets.log_dirs():
             by_dir.setdefault(str(Path(log_dir)), (Verdict(log_dir, False), listing.host, (None, None)))
+        for f in listing.report.findings:
+            if f.kind is NOT_AUDITED:  # a PATH whose host was lost before it was listed: nothing of it is known
+                unread = Verdict(listing.path, False, unplanned=[NotWorkedOut(listing.path, f.message, unread=True)])
+                by_dir.setdefault(listing.path, (unread, listing.host, (None, None)))
     for log_dir, j in judged:
         by_dir[str(Path(log_dir))][0].add(j)
     return [_on_its_host(v.finish()).to_dict() | {"cluster_id": cluster, "node_id": node, "host": host}
@@ -41,12 +46,14 @@ def _on_its_host(v: Verdict) -> Verdict:
 
 def verdict_summary(verdicts: list[dict]) -> dict:
     """The summary's part: counts over the fleet's log dirs, and the most troubled verdicts whole."""
-    troubled = [v for v in verdicts if not v["broker_starts"] or v["recovery"] or v["starts_unrecovered"]
+    troubled = [v for v in verdicts if v["broker_starts"] is not True or v["recovery"] or v["starts_unrecovered"]
                 or v["not_worked_out"]]
-    troubled.sort(key=lambda v: (v["broker_starts"], -v["recovery_bytes_cut"], v["log_dir"]))
+    first = {False: 0, None: 1, True: 2}  # would not start, cannot be told, would start
+    troubled.sort(key=lambda v: (first[v["broker_starts"]], -v["recovery_bytes_cut"], v["log_dir"]))
     return {
         "log_dirs": len(verdicts),
-        "would_not_start": sum(1 for v in verdicts if not v["broker_starts"]),
+        "would_not_start": sum(1 for v in verdicts if v["broker_starts"] is False),
+        "start_unknown": sum(1 for v in verdicts if v["broker_starts"] is None),
         "partitions_cut": sum(len(v["recovery"]) for v in verdicts),
         "recovery_bytes_cut": sum(v["recovery_bytes_cut"] for v in verdicts),
         "recovery_valid_records_dropped": sum(v["recovery_valid_records_dropped"] for v in verdicts),

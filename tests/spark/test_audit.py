@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import pickle
 import shutil
 import struct
 import subprocess
@@ -25,14 +26,17 @@ from fixtures.metadata import metadata_value
 from logtool.checks.engine import Report, Target
 from logtool.cli import cli
 from logtool.format.crc import crc32c
-from logtool.recovery.verdict import Judged, Loss
+from logtool.checks.partition import PartitionReport
+from logtool.findings import KINDS, NOT_AUDITED, SEGMENT_TOO_LARGE, finding
+from logtool.recovery.verdict import Blocker, Judged, Loss, NotWorkedOut, judge
+from logtool.render.verdict import verdict_lines
 from logtool.spark.driver import Audit, list_on_executors, run_audit
-from logtool.spark.listing import Listing, Sized, list_path
+from logtool.spark.listing import Listing, Sized, list_path, not_audited
 from logtool.spark.rows import DIVERGENCE, FINDINGS, PARTITIONS, SCHEMA_VERSION, VERDICTS
 from logtool.spark.session import LOG4J2, start
 from logtool.spark.split import SEGMENT_COST, TASKS_PER_CORE, pieces, split, task_size, weight
 from logtool.spark.task import Settings
-from logtool.spark.verdicts import fleet_verdicts
+from logtool.spark.verdicts import fleet_verdicts, verdict_summary
 
 # 10 + 6 x 115 partitions at 3 replicas: 2,100 partition dirs over 3 brokers. The first topic's partitions
 # span several segments, as its planted cases need (fixtures/fleet.py).
@@ -511,6 +515,43 @@ def test_a_pinned_log_dir_s_next_commands_are_for_its_host():
     assert verdict["next"] == [
         "on h1: logtool dump /data/kafka/orders-0 --salvage --format jsonl > orders-0.rescued.jsonl",
         "on h1: logtool truncate /data/kafka/orders-0"]
+
+
+def test_what_was_not_read_neither_starts_nor_stops_its_broker():
+    """A PATH whose host was lost before it was listed, and a log dir with a partition whose host was lost
+    during the checks: each has a verdict, and whether its broker would start cannot be told, unless what
+    was read stops it. The summary counts them apart and puts them after those that would not start."""
+    lost = not_audited("/data/kafka", "h2", "no live Spark executor on h2")
+    listed = Listing("h1:/data/kafka/orders-0", "h1", Report(),
+                     [Sized(Target(Path("/data/kafka/orders-0")), "h1:/data/kafka")])
+    unread = Judged("h1:/data/kafka/orders-0",
+                    not_worked_out=NotWorkedOut("h1:/data/kafka/orders-0", "not audited: lost", unread=True))
+    refused = Blocker(finding(SEGMENT_TOO_LARGE, "too large", "h1:/data/kafka/orders-1"), "h1:/data/kafka/orders-1",
+                      SEGMENT_TOO_LARGE.at_start)
+    verdicts = {v["log_dir"]: v for v in fleet_verdicts([listed, lost], [("h1:/data/kafka", unread)])}
+    assert verdicts["h2:/data/kafka"]["broker_starts"] is None and verdicts["h2:/data/kafka"]["host"] == "h2"
+    assert verdicts["h2:/data/kafka"]["not_worked_out"] == [
+        {"partition": "h2:/data/kafka", "why": "not audited: no live Spark executor on h2"}]
+    assert verdicts["h1:/data/kafka"]["broker_starts"] is None
+    assert verdict_lines(verdicts["h2:/data/kafka"])[0].endswith(
+        "whether the broker would start cannot be told, as not all of it was read:")
+    stopped = fleet_verdicts([listed], [("h1:/data/kafka", unread),
+                                        ("h1:/data/kafka", Judged("h1:/data/kafka/orders-1", [refused]))])
+    assert stopped[0]["broker_starts"] is False  # what was read stops it, whatever the rest holds
+    summary = verdict_summary([*verdicts.values(), *stopped])
+    assert (summary["would_not_start"], summary["start_unknown"], summary["troubled"]) == (1, 2, 3)
+    assert [v["broker_starts"] for v in summary["first"]] == [False, None, None]
+    assert unread.starts is None and Judged("h1:/data/kafka/orders-2").starts is True
+
+
+def test_a_finding_pickled_between_executors_keeps_the_catalog_s_kind():
+    """The pieces of a split partition not audited travel pickled to the task that joins them: there, its
+    NOT_AUDITED is still NOT_AUDITED (`is`), so the verdict knows nothing was read (it said nothing before)."""
+    assert all(pickle.loads(pickle.dumps(k)) is k for k in KINDS)
+    rep = PartitionReport("h1:/data/kafka/orders-0", "orders", 0, "plain")
+    rep.findings.append(finding(NOT_AUDITED, "not audited: lost", rep.path))
+    judged = judge(pickle.loads(pickle.dumps(rep, pickle.HIGHEST_PROTOCOL)))
+    assert judged.starts is None and judged.not_worked_out == NotWorkedOut(rep.path, "not audited: lost", True)
 
 
 def test_audits_accumulate_and_answer_an_analyst_s_questions_in_duckdb(spark, fleet, audited, tmp_path):

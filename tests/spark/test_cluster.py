@@ -216,6 +216,12 @@ def test_a_pinned_worker_killed_during_the_checks_ends_the_job_and_names_what_it
     assert len(missing) == lost["count"] and all(p.startswith(f"{victim}:") for p in missing)
     survivor = [r for r in parts if r.path.startswith(f"{WORKERS[0]}:")]
     assert survivor and all(r.host == f"{WORKERS[0]} (read on {WORKERS[0]})" for r in survivor)
+    # Of what was not read nothing is known, whether it would stop its broker either.
+    assert all(r.broker_starts is None for r in parts if r.path in missing)
+    unread = [v for v in local_spark.read.parquet(str(out / "verdicts")).collect()
+              if any(x.why.startswith("not audited") for x in v.not_worked_out)]
+    assert unread and all(v.broker_starts is not True and v.log_dir.startswith(f"{victim}:") for v in unread)
+    assert summary["verdict"]["would_not_start"] + summary["verdict"]["start_unknown"] >= len(unread)
 
 
 def test_a_worker_killed_during_the_checks_changes_nothing(cluster, brokers, local_spark, tmp_path):
@@ -272,6 +278,12 @@ def test_a_stopped_hosts_paths_are_not_audited_and_the_rest_is_complete(cluster,
     missing = [row for row in local_spark.read.parquet(str(out / "findings")).collect() if row.name == "NOT_AUDITED"]
     assert [(m.scope, m.path, m.message) for m in missing] == \
         [("path", f"{WORKERS[1]}:{brokers[1]}", f"not audited: no live Spark executor on {WORKERS[1]}")]
+    unread = f"{WORKERS[1]}:{brokers[1]}"
+    (verdict,) = [v for v in local_spark.read.parquet(str(out / "verdicts")).collect() if v.log_dir == unread]
+    assert verdict.broker_starts is None and not verdict.log_dir_checked and verdict.host == WORKERS[1]
+    assert [(x.partition, x.why) for x in verdict.not_worked_out] == \
+        [(unread, f"not audited: no live Spark executor on {WORKERS[1]}")]
+    assert summary["verdict"]["start_unknown"] == 1
     doc = _verify([brokers[0]])[0]
     assert summary["partitions"] == len(doc["partitions"])
     assert summary["errors"] == doc["summary"]["errors"] + 1  # broker-0 complete, plus the row for broker-1
