@@ -20,7 +20,9 @@ def render_verdicts(verdicts: list[dict]) -> None:
 
 
 def verdict_lines(v: dict) -> list[str]:
-    where = escape(v["log_dir"]) + ("" if v["log_dir_checked"] else " (its own files not checked: give the log dir)")
+    unread_whole = any(x["partition"] == v["log_dir"] for x in v["not_worked_out"])  # a PATH never listed
+    where = escape(v["log_dir"]) + ("" if v["log_dir_checked"] or unread_whole
+                                    else " (its own files not checked: give the log dir)")
     lines = []
     if v["blockers"]:
         lines.append(f"[bold red]verdict[/] {where}: the broker would not start with it:")

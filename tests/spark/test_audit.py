@@ -533,8 +533,9 @@ def test_what_was_not_read_neither_starts_nor_stops_its_broker():
     assert verdicts["h2:/data/kafka"]["not_worked_out"] == [
         {"partition": "h2:/data/kafka", "why": "not audited: no live Spark executor on h2"}]
     assert verdicts["h1:/data/kafka"]["broker_starts"] is None
-    assert verdict_lines(verdicts["h2:/data/kafka"])[0].endswith(
-        "whether the broker would start cannot be told, as not all of it was read:")
+    assert verdict_lines(verdicts["h2:/data/kafka"])[0] == ("[bold yellow]verdict[/] h2:/data/kafka: whether the "
+                                                           "broker would start cannot be told, as not all of it was "
+                                                           "read:")
     stopped = fleet_verdicts([listed], [("h1:/data/kafka", unread),
                                         ("h1:/data/kafka", Judged("h1:/data/kafka/orders-1", [refused]))])
     assert stopped[0]["broker_starts"] is False  # what was read stops it, whatever the rest holds
