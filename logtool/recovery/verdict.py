@@ -8,7 +8,7 @@ recovered), made only for the partitions whose report has a cut: the rest lose n
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -185,6 +185,12 @@ def verdicts(report: Report) -> list[Verdict]:
     return [v.finish() for v in by_dir.values()]
 
 
+def unread(path: str, findings: Iterable[Finding]) -> NotWorkedOut | None:
+    """What the verdict says of `path` when an audit's lost host read nothing of it (its NOT_AUDITED finding)."""
+    not_read = next((f for f in findings if f.kind is NOT_AUDITED), None)
+    return None if not_read is None else NotWorkedOut(path, not_read.message, unread=True)
+
+
 def judge(p: PartitionReport, directory: Path | None = None, unreachable: str | None = None) -> Judged:
     """The partition's part of the verdict, from its report. Its files (at `directory`, its report's path
     unless given) are read again only when its recovery would cut; when they cannot be reached from here,
@@ -192,9 +198,9 @@ def judge(p: PartitionReport, directory: Path | None = None, unreachable: str | 
     findings = list(p.all_findings())
     judged = Judged(p.path, [Blocker(f, p.path, f.kind.at_start) for f in findings if f.kind.at_start is not None],
                     [f for f in findings if f.name in _SKIPS_RECOVERY])
-    not_read = next((f for f in findings if f.kind is NOT_AUDITED), None)
-    if not_read is not None:  # an audit's lost host: nothing was read, so nothing is known, not "loses nothing"
-        judged.not_worked_out = NotWorkedOut(p.path, not_read.message, unread=True)
+    not_read = unread(p.path, findings)
+    if not_read is not None:  # nothing was read, so nothing is known, not "loses nothing"
+        judged.not_worked_out = not_read
     elif any(f.kind is UNREADABLE for f in findings):  # a plan blind to a file would say nothing true
         judged.not_worked_out = NotWorkedOut(p.path, _UNREADABLE)
     elif any(f.kind.cuts for f in findings):  # else recovery loses nothing here

@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from logtool.findings import NOT_AUDITED
-from logtool.recovery.verdict import Judged, NotWorkedOut, Verdict
+from logtool.recovery.verdict import Judged, Verdict, unread
 from logtool.spark.hosts import pinned
 from logtool.spark.listing import Listing
 from logtool.spark.rows import Broker, broker_of
@@ -25,10 +24,10 @@ def fleet_verdicts(listings: list[Listing], judged: Iterable[tuple[str, Judged]]
                 .add_log_dir_findings(d.findings)
         for log_dir in listing.targets.log_dirs():
             by_dir.setdefault(str(Path(log_dir)), (Verdict(log_dir, False), listing.host, (None, None)))
-        for f in listing.report.findings:
-            if f.kind is NOT_AUDITED:  # a PATH whose host was lost before it was listed: nothing of it is known
-                unread = Verdict(listing.path, False, unplanned=[NotWorkedOut(listing.path, f.message, unread=True)])
-                by_dir.setdefault(listing.path, (unread, listing.host, (None, None)))
+        not_read = unread(listing.path, listing.report.findings)
+        if not_read is not None:  # a PATH whose host was lost before it was listed: nothing of it is known
+            by_dir.setdefault(listing.path, (Verdict(listing.path, False, unplanned=[not_read]), listing.host,
+                                             (None, None)))
     for log_dir, j in judged:
         by_dir[str(Path(log_dir))][0].add(j)
     return [_on_its_host(v.finish()).to_dict() | {"cluster_id": cluster, "node_id": node, "host": host}
