@@ -66,16 +66,12 @@ class StderrFilter:
             self._open -= 1
             if self._open > 0:
                 return []
-            if _daemon_only(self._held):
-                self._held = []
-                return []
-            return self._release()
+            return self._drop() if _daemon_only(self._held) else self._release()
         return [*self._release(), *self.feed(line)]
 
     def _in_refused_trace(self, line: bytes, text: bytes) -> list[bytes]:
         if not JAVA_TRACE_LINE.match(text):  # the refused task's trace ended before this line: dropped
-            self._held, self._refused = [], False
-            return self.feed(line)
+            return [*self._drop(), *self.feed(line)]
         if len(self._held) >= HELD_AT_MOST:  # longer than any of Spark's: passed on
             return [*self._release(), line]
         self._held.append(line)
@@ -91,12 +87,14 @@ class StderrFilter:
         held, self._held, self._open, self._refused = self._held, [], 0, False
         return held
 
+    def _drop(self) -> list[bytes]:
+        """What is held, dropped: Spark's noise."""
+        self._held, self._open, self._refused = [], 0, False
+        return []
+
     def flush(self) -> list[bytes]:
         """The stream ended: a refused task's trace ended with it, anything else held is passed on."""
-        if self._refused:
-            self._held, self._refused = [], False
-            return []
-        return self._release()
+        return self._drop() if self._refused else self._release()
 
 
 def _daemon_only(held: list[bytes]) -> bool:

@@ -40,15 +40,15 @@ def package_archive(folder: Path, skip: Collection[str] = ()) -> Path | None:
     name = f"logtool-{digest.hexdigest()[:16]}.zip"
     if name in skip:
         return None
-    archive = folder / name
-    if not _copied_from_cache(archive):
+    archive, cached = folder / name, _cached(name)
+    if not _copied_from_cache(cached, archive):
         with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:
             for inner, source in sources.items():
                 z.writestr(_entry(inner), source)
                 z.writestr(_entry(inner[:-3] + ".pyc"), _unchecked_pyc(source, inner))
             for inner, data in builds.items():
                 z.writestr(_entry(inner), data)
-        _keep_in_cache(archive)
+        _keep_in_cache(archive, cached)
     return archive
 
 
@@ -68,15 +68,15 @@ def _unchecked_pyc(source: bytes, path: str) -> bytes:
     return MAGIC_NUMBER + flags.to_bytes(4, "little") + source_hash(source) + marshal.dumps(code)
 
 
-def _cached(archive: Path) -> Path | None:
+def _cached(name: str) -> Path | None:
+    """Where the cache keeps the zip `name` (None: no cache)."""
     folder = class_cache.cache_folder()
-    return None if folder is None else folder / f"{PREFIX}{archive.name}"
+    return None if folder is None else folder / f"{PREFIX}{name}"
 
 
-def _copied_from_cache(archive: Path) -> bool:
-    """`archive` copied from the cache's zip of that name, if there is one this user made and alone can change,
-    and it opens as a zip (a copy cut short, whatever the cause, is made again)."""
-    cached = _cached(archive)
+def _copied_from_cache(cached: Path | None, archive: Path) -> bool:
+    """`archive` copied from `cached`, if it is a file this user made and alone can change, and it opens as a
+    zip (a copy cut short, whatever the cause, is made again)."""
     if cached is None or not class_cache.usable(cached):
         return False
     try:
@@ -90,10 +90,9 @@ def _copied_from_cache(archive: Path) -> bool:
     return True
 
 
-def _keep_in_cache(archive: Path) -> None:
-    """A copy of `archive` in the cache (written beside its name, renamed over it, read-only), and cached zips
+def _keep_in_cache(archive: Path, cached: Path | None) -> None:
+    """A copy of `archive` as `cached` (written beside its name, renamed over it, read-only), and cached zips
     unused for a week removed. Best effort: a full or read-only cache only means the next audit compiles."""
-    cached = _cached(archive)
     if cached is None:
         return
     part = cached.with_name(f"{cached.name}.{os.getpid()}.part")
