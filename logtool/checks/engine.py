@@ -16,7 +16,7 @@ from logtool.store.segment import Lens
 from logtool.checks.shutdown import check_clean_shutdown
 from logtool.store.pacing import ReadPolicy
 from logtool.store.discover import Found, Target, TargetKind, cannot_read, discover
-from logtool.store.read_ahead import Ahead, read_ahead, reads_ahead
+from logtool.store.read_ahead import Ahead, read_ahead
 from logtool.store.layout import parse_partition_dir, real_name
 from logtool.store.partition import Partition
 from logtool import collector, exitcodes
@@ -138,9 +138,8 @@ def run_checks(paths: list[Path], deep: bool, bytes_known: Callable[[int], None]
         check_log_dir_set(report.log_dirs)
         if bytes_known:
             bytes_known(sum(t.segment_bytes() for t in found.targets))
-        ahead_ok = reads_ahead(reading)
-        dirs = [t.path if ahead_ok and t.kind is TargetKind.PARTITION_DIR else None for t in found.targets]
-        with read_ahead(dirs) as aheads:
+        dirs = [t.path if t.kind is TargetKind.PARTITION_DIR else None for t in found.targets]
+        with read_ahead(dirs, reading) as aheads:
             for i, (t, ahead) in enumerate(zip(found.targets, aheads), start=1):
                 rep = check_target(t, deep, reading, transaction_timeout_ms=transaction_timeout_ms, ahead=ahead)
                 if any(f.kind.operational for f in rep.all_findings()):

@@ -1,5 +1,5 @@
 /* Read many partition directories ahead of their checks: each one's listing and the bytes of its small
- * regular files, with the GIL released for all of the I/O (store/prefetch.py calls it from a thread, so the
+ * regular files, with the GIL released for all of the I/O (store/read_ahead.py calls it from a thread, so the
  * system calls of the next directories run on another core while the checks of this one run in Python).
  *
  * It answers only the plain case and leaves every other to the Python reader, which stays the reference
@@ -7,6 +7,11 @@
  * by its d_type, that cannot be opened or stat'ed, that is not below the size asked, or whose read comes back
  * short is listed with no bytes, and is read by Python where the checks need it. Nothing follows a symlink
  * inside the directory (O_NOFOLLOW); the directory itself is opened as os.scandir opens it.
+ *
+ * Asked to read only what the page cache holds (a read that spares the page cache, store/pacing.py), it reads
+ * a file only when `cachestat` says every page of it is cached already, so that its read brings no page in;
+ * any other file, and every file where the call is refused or missing (before Linux 6.5), is left to the
+ * Python reader, which probes and gives back what its own read brings in.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -18,6 +23,35 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/syscall.h>
+#endif
+
+/* cachestat's number: the same on every architecture Linux numbers alike (all since 5.1, but alpha). */
+#if defined(__NR_cachestat)
+#define CACHESTAT __NR_cachestat
+#elif defined(__linux__) && !defined(__alpha__)
+#define CACHESTAT 451
+#endif
+
+/* Whether every page of the open file (of `size` bytes) is in the page cache: one cachestat call over the
+ * whole file, which reads nothing. False where it cannot tell. */
+static int cached_whole(int fd, size_t size)
+{
+    if (size == 0)
+        return 1; /* no page to bring in */
+#ifdef CACHESTAT
+    struct { uint64_t off, len; } range = {0, 0}; /* struct cachestat_range; a length of 0: to the end */
+    struct { uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted; } counts;
+    if (syscall(CACHESTAT, fd, &range, &counts, 0) != 0)
+        return 0;
+    long page = sysconf(_SC_PAGESIZE);
+    return page > 0 && counts.nr_cache >= (size + (size_t)page - 1) / (size_t)page;
+#else
+    (void)fd;
+    return 0;
+#endif
+}
 
 struct entry {
     char *name;
@@ -35,15 +69,16 @@ struct listed {
     size_t count, cap;
 };
 
-/* The file's bytes when it is a regular file of fewer than `below` bytes and `*budget` has room for them,
- * read whole; else e->data stays NULL. */
-static void read_entry(int dfd, struct entry *e, size_t below, size_t *budget)
+/* The file's bytes when it is a regular file of fewer than `below` bytes, `*budget` has room for them and,
+ * with `cached_only`, the page cache holds all of it: read whole; else e->data stays NULL. */
+static void read_entry(int dfd, struct entry *e, size_t below, size_t *budget, int cached_only)
 {
     int fd = openat(dfd, e->name, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
         return;
     struct stat st;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size < below && (size_t)st.st_size <= *budget) {
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size < below && (size_t)st.st_size <= *budget
+        && (!cached_only || cached_whole(fd, (size_t)st.st_size))) {
         size_t size = (size_t)st.st_size;
         char *data = malloc(size ? size : 1);
         if (data != NULL) {
@@ -86,7 +121,7 @@ static int add_entry(struct listed *l, const char *name, unsigned char type)
     return 0;
 }
 
-static void list_dir(struct listed *l, size_t below, size_t *budget)
+static void list_dir(struct listed *l, size_t below, size_t *budget, int cached_only)
 {
     int dfd = open(l->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0) {
@@ -118,7 +153,7 @@ static void list_dir(struct listed *l, size_t below, size_t *budget)
     if (l->error == 0 && !l->unsure) /* (an unsure one is listed again, its files read, by Python) */
         for (size_t i = 0; i < l->count; i++)
             if (l->entries[i].type == DT_REG)
-                read_entry(dfd, &l->entries[i], below, budget);
+                read_entry(dfd, &l->entries[i], below, budget, cached_only);
     closedir(dir);
 }
 
@@ -172,7 +207,8 @@ static PyObject *d_read_dirs(PyObject *Py_UNUSED(self), PyObject *args)
 {
     PyObject *paths;
     Py_ssize_t below, budget;
-    if (!PyArg_ParseTuple(args, "O!nn", &PyList_Type, &paths, &below, &budget))
+    int cached_only = 0;
+    if (!PyArg_ParseTuple(args, "O!nn|p", &PyList_Type, &paths, &below, &budget, &cached_only))
         return NULL;
     if (below < 0 || budget < 0) {
         PyErr_SetString(PyExc_ValueError, "below and budget are byte counts");
@@ -194,7 +230,7 @@ static PyObject *d_read_dirs(PyObject *Py_UNUSED(self), PyObject *args)
     size_t left = (size_t)budget;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n; i++)
-        list_dir(&dirs[i], (size_t)below, &left);
+        list_dir(&dirs[i], (size_t)below, &left, cached_only);
     Py_END_ALLOW_THREADS
     out = PyList_New(n);
     if (out == NULL)
@@ -216,10 +252,11 @@ done:
 
 static PyMethodDef dirread_methods[] = {
     {"read_dirs", d_read_dirs, METH_VARARGS,
-     PyDoc_STR("read_dirs(paths: list[bytes], below: int, budget: int) -> for each directory, the errno that "
-               "stopped its listing, None where it holds a symlink or an entry of unknown type, or (names, "
-               "subdirectory names, {name: (bytes, mtime_ns)}): the bytes of its regular files of fewer than "
-               "`below` bytes, `budget` bytes in all")},
+     PyDoc_STR("read_dirs(paths: list[bytes], below: int, budget: int, cached_only: bool = False) -> for each "
+               "directory, the errno that stopped its listing, None where it holds a symlink or an entry of "
+               "unknown type, or (names, subdirectory names, {name: (bytes, mtime_ns)}): the bytes of its "
+               "regular files of fewer than `below` bytes (with cached_only, of those the page cache holds "
+               "whole), `budget` bytes in all")},
     {NULL, NULL, 0, NULL},
 };
 

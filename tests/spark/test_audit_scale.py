@@ -14,10 +14,11 @@ from logtool.checks.engine import check_against_log_dir, check_target, found_rep
 from logtool.spark.hosts import Pin
 from logtool.spark.listing import Listing, Sized, Targets, list_path, path_key
 from logtool.spark.outcome import checked_rows, lost_rows
-from logtool.spark.rows import FINDING, JUDGED, MISPLACED, PARTITION, TALLY
+from logtool.spark.rows import FINDING, FINDINGS, JUDGED, MISPLACED, PARTITION, PARTITIONS, PIECE, TALLY
 from logtool.spark.summary import Tally
 from logtool.spark.split import pieces, split, task_size, weight
 from logtool.spark.task import Settings, check_unit
+from logtool.store import read_ahead
 from logtool.store.discover import Target, TargetKind, discover
 
 
@@ -172,3 +173,44 @@ def test_the_tallies_of_the_tasks_add_up_to_the_fleet_s(fleet):
     assert added.damaged_broker and added.damage_days  # the fleet's damage is in what was added up
     for name in (f.name for f in dataclasses.fields(Tally)):
         assert getattr(added, name) == getattr(whole, name), name
+
+
+def _rows_apart_from_times(rows: list[tuple]) -> list[tuple]:
+    """A task's rows with what the clock puts in them left out: the seconds of a partition row and of a piece,
+    a tally."""
+    at = PARTITIONS.fieldNames().index("seconds")
+
+    def timeless(kind: str, partition: tuple | None, blob: bytes | None) -> tuple:
+        if kind == PARTITION:
+            return (*partition[:at], *partition[at + 1:]), blob
+        if kind == PIECE:
+            return partition, dataclasses.replace(pickle.loads(blob), seconds=0.0)
+        return partition, None if kind == TALLY else blob
+
+    return [(kind, finding, *timeless(kind, partition, blob), batch) for kind, finding, partition, batch, blob in rows]
+
+
+@pytest.mark.parametrize("spare_page_cache", [True, False])
+def test_a_task_reads_its_partitions_ahead_and_sends_the_rows_it_sends_without(fleet, monkeypatch, spare_page_cache):
+    """A check task reads its whole partition dirs ahead, as verify does (store/read_ahead.py), and its rows
+    (the fleet's damage, its pieces of split partitions, the verdict's blobs) are the rows the Python readers
+    alone make, sparing the page cache or not."""
+    served = []
+    answer = read_ahead._ahead
+    monkeypatch.setattr(read_ahead, "_ahead", lambda a: served.append(answer(a)) or served[-1])
+    items = [i for log_dir in fleet.log_dirs for i in list_path(str(log_dir)).targets]
+    units = split(items, 3_000)  # small tasks: the torn partition's segments are cut into pieces
+    assert any(u.items.pieces for u in units)
+    settings = Settings(spare_page_cache=spare_page_cache)
+
+    def rows() -> list[tuple]:
+        return _rows_apart_from_times([r for u in units for r in checked_rows(check_unit(settings, u))])
+
+    ahead = rows()
+    assert sum(a is not None for a in served) >= fleet.partition_dirs - sum(len(u.items.pieces) for u in units)
+    with monkeypatch.context() as m:
+        m.setattr(read_ahead, "READER", None)
+        reference = rows()
+    assert ahead == reference
+    code = FINDINGS.fieldNames().index("code")
+    assert {r[1][code] for r in reference if r[0] == FINDING} >= {"LT506", "LT507"}  # (the torn one is in pieces)

@@ -124,11 +124,67 @@ def test_leaving_early_stops_the_thread(tmp_path, monkeypatch):
     assert not any(t.name == "logtool-read-ahead" for t in __import__("threading").enumerate())
 
 
-def test_a_read_policy_that_paces_or_spares_the_cache_reads_every_file_itself():
+def test_a_read_policy_that_paces_reads_every_file_itself(tmp_path):
     assert read_ahead.reads_ahead(None)
     assert read_ahead.reads_ahead(ReadPolicy(on_bytes=lambda n: None))  # a progress display's counting
+    assert read_ahead.reads_ahead(ReadPolicy(spare_cache=True))  # what the page cache holds whole
     assert not read_ahead.reads_ahead(ReadPolicy(Throttle(1e6)))
-    assert not read_ahead.reads_ahead(ReadPolicy(spare_cache=True))
+    (tmp_path / "p").mkdir()
+    with read_ahead.read_ahead([tmp_path / "p"], ReadPolicy(Throttle(1e6))) as aheads:
+        assert list(aheads) == [None]
+
+
+def _cold(path: Path) -> None:
+    """The file's pages out of the page cache, where its file system lets them go (tmpfs keeps them)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def test_sparing_the_page_cache_reads_ahead_only_what_it_holds_whole(tmp_path):
+    """Under a policy that spares the page cache the reader reads a file only when every page of it is cached
+    (so that its read brings none in), as the probe of store/residency.py sees it; the others are left to the
+    checks, which probe them and give back what they bring in."""
+    from logtool.store.residency import PAGE, residency
+
+    for name in ("cold", "warm", "cold-too"):
+        (tmp_path / name).write_bytes(os.urandom(5 * PAGE + 100))
+    for name in ("cold", "cold-too"):
+        _cold(tmp_path / name)
+
+    def cached(name: str) -> bool:
+        fd = os.open(tmp_path / name, os.O_RDONLY)
+        try:
+            return 0 not in residency(fd, 0, (tmp_path / name).stat().st_size)
+        finally:
+            os.close(fd)
+
+    expected = {name for name in ("cold", "warm", "cold-too") if cached(name)}
+    assert "warm" in expected
+    [(_, _, contents)] = READER.read_dirs([os.fsencode(tmp_path)], READ_BELOW, 1 << 20, True)
+    assert set(contents) == expected
+    assert all(not cached(name) for name in {"cold", "cold-too"} - expected)  # the reader brought nothing in
+    [(_, _, everything)] = READER.read_dirs([os.fsencode(tmp_path)], READ_BELOW, 1 << 20, False)
+    assert set(everything) == {"cold", "warm", "cold-too"}
+
+
+def test_a_fleet_checked_sparing_the_page_cache_reports_the_same_with_and_without_read_ahead(tmp_path, monkeypatch,
+                                                                                           served):
+    fleet = write_fleet(tmp_path, [TopicSpec("orders", 150, 6_000, segment_bytes=2_500)], brokers=1, replication=1,
+                        plant=False)
+    parts = sorted(p for p in fleet.log_dirs[0].iterdir() if p.is_dir())
+    seg = sorted(parts[0].glob("*.log"))[-1]
+    seg.write_bytes(seg.read_bytes()[:-7])  # torn, and cold
+    for part in parts[:50]:  # a third of the partitions out of the page cache, where the file system lets them go
+        for f in part.iterdir():
+            _cold(f)
+    ahead, reference = _both_ways(list(fleet.log_dirs), monkeypatch, reading=ReadPolicy(spare_cache=True))
+    assert ahead == reference
+    assert len(served) == len(reference["partitions"]) == 150
+    assert reference["partitions"][0]["status"] == "damaged"
 
 
 def _both_ways(paths: list[Path], monkeypatch, deep: bool = False,
@@ -205,7 +261,7 @@ def test_a_thread_that_dies_leaves_the_rest_to_the_checks(tmp_path, monkeypatch)
         dirs.append(tmp_path / str(i))
     calls = []
 
-    def dying(reader, batch):
+    def dying(reader, batch, cached_only):
         calls.append(batch)
         if len(calls) > 1:
             raise RuntimeError("a defect in the thread")
