@@ -20,7 +20,22 @@ def _denied(real):
     return listing
 
 
+class _DenyingReader:
+    """The compiled read-ahead (store/_dirread.c), which lists directories where Python cannot see it, meeting
+    the same denial."""
+
+    def __init__(self, real) -> None:
+        self.real = real
+
+    def read_dirs(self, paths, *args):
+        answers = self.real.read_dirs(paths, *args)
+        return [errno.EACCES if "unreadable" in os.path.basename(os.fsdecode(p)) else a for p, a in zip(paths, answers)]
+
+
 if __name__ == "__main__":
     # inherited by every worker the daemon forks
     os.listdir, os.scandir = _denied(os.listdir), _denied(os.scandir)
+    from logtool.store import read_ahead
+    if read_ahead.READER is not None:
+        read_ahead.READER = _DenyingReader(read_ahead.READER)
     daemon.manager()
