@@ -10,6 +10,7 @@ import mmap
 import os
 import stat
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Self
 
@@ -49,13 +50,17 @@ def open_regular_stat(path: Path | str) -> tuple[int, os.stat_result]:
 
 class GuardedMap(mmap.mmap):
     """A read-only mapping that a file cut short under it cannot kill the process through: a page past the
-    new end reads as zeros (store/mapguard.py), and `faulted_at` says from where."""
+    new end reads as zeros (store/mapguard.py), and `faulted_at` says from where. `after_unmap`: called once
+    the mapping is gone, however it goes (a read policy giving back the pages it brought in: pages still
+    mapped cannot leave the page cache)."""
 
     _guard: Guard | None = None  # stays None on a mapping that failed: there is nothing to unregister
+    _after_unmap: Callable[[], None] | None = None
 
-    def __new__(cls, fd: int, size: int, offset: int = 0) -> Self:
+    def __new__(cls, fd: int, size: int, offset: int = 0, after_unmap: Callable[[], None] | None = None) -> Self:
         self = super().__new__(cls, fd, size, access=mmap.ACCESS_READ, offset=offset)
         self._guard = guard(self, hold=False)
+        self._after_unmap = after_unmap
         return self
 
     def faulted_at(self) -> int | None:
@@ -67,9 +72,17 @@ class GuardedMap(mmap.mmap):
         if self._guard is not None:
             self._guard.close()  # before the unmap: the addresses may be reused by another mapping
         super().close()
+        hook, self._after_unmap = self._after_unmap, None
+        if hook is not None:
+            hook()
 
     def __del__(self) -> None:
-        if self._guard is not None:
+        if self._after_unmap is not None:  # unmapped here, not after: its hook is to run once it is gone
+            try:
+                self.close()
+            except Exception:  # (at the interpreter's exit what the hook needs may be gone: its pages then stay)
+                pass
+        elif self._guard is not None:
             self._guard.close()
 
 
@@ -128,6 +141,31 @@ def read_within(fd: int, st: os.stat_result, read: Callable[[int, int], bytes], 
     finally:
         if after is not None:
             after()
+
+
+def map_within(fd: int, st: os.stat_result, around: AroundRead | None) -> GuardedMap:
+    """The whole file open as `fd` (`st`: its fstat) mapped within `around`: the hook called before the
+    mapping is made, and what it returns once the mapping is gone (on its own descriptor: the caller may close
+    `fd` as soon as the mapping is made)."""
+    if around is None:
+        return GuardedMap(fd, st.st_size)
+    kept = os.dup(fd)
+    try:
+        after = around(kept, st)
+        if after is None:
+            os.close(kept)
+            return GuardedMap(fd, st.st_size)
+        return GuardedMap(fd, st.st_size, after_unmap=partial(_then_close, after, kept))
+    except BaseException:
+        os.close(kept)
+        raise
+
+
+def _then_close(after: Callable[[], None], fd: int) -> None:
+    try:
+        after()
+    finally:
+        os.close(fd)
 
 
 def open_prefix(path: Path, most: int) -> tuple[GuardedMap | bytes, int]:

@@ -57,6 +57,7 @@ class Partition:
     _broker_pid: int | None | _Unasked = field(default=_Unasked.UNASKED, repr=False)
     symlinks: dict[str, str] = field(default_factory=dict)  # name -> where it points, for files that are links
     ahead: Ahead | None = None  # its files' bytes as they were read ahead (store/read_ahead.py), or None
+    reading: ReadPolicy | None = None  # what its files are read under (`read_under`): None, plainly
 
     @property
     def topic(self) -> str | None:
@@ -108,7 +109,8 @@ class Partition:
         """A file of the directory besides the segments, read once (or why it cannot be)."""
         if self.ahead is not None and (taken := self.ahead.side(name)) is not None:
             return taken
-        return read_side(os.path.join(self.path, name), name=name)  # no Path object: called for every file
+        path = os.path.join(self.path, name)  # no Path object: called for every file
+        return read_side(path, name=name, around=self.reading.around(path) if self.reading is not None else None)
 
     def size_of(self, name: str) -> int:
         """A file's size in bytes; -1 when it cannot be stat'ed."""
@@ -127,7 +129,9 @@ class Partition:
         return sum(max(0, self.size_of(s.log_path.name)) for s in self.segments[first:])
 
     def read_under(self, policy: ReadPolicy | None) -> Partition:
-        """Every segment of the partition is read under `policy` (paced, counted, sparing the page cache)."""
+        """Every file of the partition is read under `policy`: its segments paced, counted and sparing the page
+        cache, the files beside them sparing it."""
+        self.reading = policy
         for s in self.segments:
             s.reading = policy
         return self

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from logtool.store.mapping import AroundRead, GuardedMap, open_regular_stat, read_within
+from logtool.store.mapping import AroundRead, GuardedMap, map_within, open_regular_stat, read_within
 from logtool.findings import SIDE_FILE_TOO_LARGE, UNREADABLE
 
 
@@ -57,7 +57,8 @@ def read_side(path: Path | str, mapped: bool = False, name: str | None = None,
               around: AroundRead | None = None) -> SideFile:
     """Read a file once; `mapped` maps it instead when it is large (index files can be, and are read in place).
     `name`: the file's name, when the caller has it (else it is taken from `path`). `around`: as for
-    mapping.read_small, when the file is read (a read policy's sparing of the page cache)."""
+    mapping.read_small, when the file is read, and as for mapping.map_within when it is mapped (a read
+    policy's sparing of the page cache)."""
     if name is None:
         name = os.path.basename(path)
     try:
@@ -65,7 +66,7 @@ def read_side(path: Path | str, mapped: bool = False, name: str | None = None,
         size = st.st_size
         try:
             if mapped and size >= MAPPED_FROM:
-                return SideFile(name, GuardedMap(fd, size))
+                return SideFile(name, map_within(fd, st, around))
             if size > SIDE_FILE_LIMIT:
                 return SideFile(name, None, f"{size} bytes, more than Kafka ever writes in this file", too_large=True)
             data = read_within(fd, st, _read_all, around)

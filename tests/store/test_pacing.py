@@ -256,3 +256,55 @@ def test_the_small_index_files_of_a_segment_are_spared_too(small):
     finally:
         for fd in fds:
             os.close(fd)
+
+
+@pytest.fixture
+def preallocated(tmp_path):
+    """A partition whose segment's index is 10 MiB, its entries then zeros, as Kafka preallocates the active
+    segment's index (segment.index.bytes) and leaves it after an unclean stop: large enough to be mapped."""
+    part = tmp_path / "active-0"
+    write_big(part, 600_000)
+    index = next(part.glob("*.index"))
+    entries = index.read_bytes()
+    index.write_bytes(entries + bytes((10 << 20) - len(entries)))
+    fd = os.open(index, os.O_RDONLY)
+    os.fsync(fd)
+    yield part, index, fd
+    os.close(fd)
+
+
+def test_a_mapped_index_is_spared_too(preallocated):
+    """A mapped index's pages that were not cached before are given back once it is unmapped."""
+    part, index, fd = preallocated
+    assert os.fstat(fd).st_size >= MAPPED_FROM
+    evict(fd)
+    assert mostly_evicted(fd)
+    check_target(Target(part), False, read_policy(None, spare_cache=True))
+    assert mostly_evicted(fd)
+    check_target(Target(part), False, None)  # the check maps and reads it whole: without sparing, it stays
+    assert mostly_cached(fd)
+    check_target(Target(part), False, read_policy(None, spare_cache=True))  # cached before: stays
+    assert mostly_cached(fd)
+
+
+def test_verify_sparing_the_cache_leaves_a_cold_log_dir_cold(preallocated):
+    """verify reads partition dirs ahead (store/read_ahead.py), under --spare-page-cache only the files the page
+    cache holds whole; the rest, read by the checks, are given back: the segment, its small time index, its
+    mapped index."""
+    part, index, index_fd = preallocated
+    files = [part / name for name in sorted(os.listdir(part))]
+    fds = [os.open(f, os.O_RDONLY) for f in files]
+    try:
+        for fd in fds:
+            os.fsync(fd)
+            evict(fd)
+        assert all(mostly_evicted(fd) for fd in fds)
+        r = run_logtool("verify", "--spare-page-cache", "--format", "json", str(part))
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["partitions"][0]["segments"][0]["valid_bytes"] > 500_000
+        assert all(mostly_evicted(fd) for fd in fds), [f.name for f, fd in zip(files, fds) if not mostly_evicted(fd)]
+        r = run_logtool("verify", "--no-spare-page-cache", str(part))
+        assert r.returncode == 0 and mostly_cached(index_fd)
+    finally:
+        for fd in fds:
+            os.close(fd)
