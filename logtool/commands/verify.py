@@ -50,6 +50,6 @@ def command(paths, deep: bool, fmt: str, fail_on: Severity, max_read_rate: float
     """Check every CRC and invariant of log dirs, partition dirs or .log files, as Kafka's recovery and
     load-time checks would, and list what is wrong (each finding with its code; --explain CODE says what it
     means and what to do)."""
-    report = check_with_progress("verify", paths, deep, reading=read_policy(max_read_rate, spare_page_cache),
-                                 transaction_timeout_ms=transaction_timeout_ms)
-    return emit(verified(report), fmt, lambda v: render_verified(v, show_info), fail_on)
+    reading = read_policy(max_read_rate, spare_page_cache)
+    report = check_with_progress("verify", paths, deep, reading=reading, transaction_timeout_ms=transaction_timeout_ms)
+    return emit(verified(report, reading), fmt, lambda v: render_verified(v, show_info), fail_on)

@@ -17,7 +17,7 @@ from logtool import exitcodes
 from logtool.recovery.executor import carry_out, staged_write, undo_lines
 from logtool.recovery.seen import Seen, canonical, look
 from logtool.recovery.steps import Step
-from logtool.store.mapping import open_readonly
+from logtool.store.mapping import AroundRead, open_readonly
 from logtool.store.pacing import ReadPolicy
 from logtool.store.partition import Partition
 from logtool.store.segment import Segment, WalkOutcome
@@ -34,10 +34,11 @@ class FileChange:
     differs: bool = True  # it differs from what recovery builds, wrong or not (a broker-built index may)
 
     @classmethod
-    def against_disk(cls, path: Path, new: bytes) -> "FileChange":
-        """Compared through a mapping: an index on disk may be of any size. Raises OSError."""
+    def against_disk(cls, path: Path, new: bytes, around: AroundRead | None = None) -> "FileChange":
+        """Compared through a mapping (made within `around`, as mapping.map_within): an index on disk may be
+        of any size. Raises OSError."""
         try:
-            old, size = open_readonly(path)
+            old, size = open_readonly(path, around)
         except FileNotFoundError:
             return cls(path, None, new)
         try:
@@ -181,7 +182,7 @@ def _plan_files(seg: Segment, expected: ExpectedIndexes, wrong: set[str] | None,
             result.txn_unknown.append(path.name)  # aborts of transactions opened before the data on disk
             continue
         try:
-            change = FileChange.against_disk(path, bytes(data))
+            change = FileChange.against_disk(path, bytes(data), seg.reading.around(path) if seg.reading else None)
             if wrong is not None and change.old_size is not None and path.name not in wrong:
                 change.changed = False
             result.changes.append(change)

@@ -17,6 +17,7 @@ from logtool.checks.engine import Report
 from logtool.checks.partition import PartitionReport
 from logtool.findings import (CLEAN_SHUTDOWN_WITH_DAMAGE, NOT_AUDITED, RECOVERY_SKIPS_DAMAGE, UNREADABLE, AtStart,
                               Finding, Severity)
+from logtool.store.pacing import ReadPolicy
 from logtool.store.partition import Partition
 
 if TYPE_CHECKING:
@@ -167,12 +168,14 @@ class Verified:
         return self.report.stderr_lines()
 
 
-def verified(report: Report) -> Verified:
-    return Verified(report, verdicts(report))
+def verified(report: Report, reading: ReadPolicy | None = None) -> Verified:
+    """The report with its verdicts; a damaged partition's files read again (`judge`) under `reading`."""
+    return Verified(report, verdicts(report, reading))
 
 
-def verdicts(report: Report) -> list[Verdict]:
-    """A verdict per log dir of the report, in its order, then one per other parent of partition dirs given."""
+def verdicts(report: Report, reading: ReadPolicy | None = None) -> list[Verdict]:
+    """A verdict per log dir of the report, in its order, then one per other parent of partition dirs given
+    (a damaged partition's files read again under `reading`)."""
     by_dir: dict[str, Verdict] = {}
     for d in report.log_dirs:
         by_dir.setdefault(str(Path(d.path)), Verdict(d.path, True)).add_log_dir_findings(d.findings)
@@ -181,7 +184,7 @@ def verdicts(report: Report) -> list[Verdict]:
         verdict = by_dir.get(parent)
         if verdict is None:  # (not setdefault: that would make a Verdict for every partition)
             verdict = by_dir[parent] = Verdict(parent, False)
-        verdict.add(judge(p))
+        verdict.add(judge(p, reading=reading))
     return [v.finish() for v in by_dir.values()]
 
 
@@ -191,10 +194,11 @@ def unread(path: str, findings: Iterable[Finding]) -> NotWorkedOut | None:
     return None if not_read is None else NotWorkedOut(path, not_read.message, unread=True)
 
 
-def judge(p: PartitionReport, directory: Path | None = None, unreachable: str | None = None) -> Judged:
+def judge(p: PartitionReport, directory: Path | None = None, unreachable: str | None = None,
+          reading: ReadPolicy | None = None) -> Judged:
     """The partition's part of the verdict, from its report. Its files (at `directory`, its report's path
-    unless given) are read again only when its recovery would cut; when they cannot be reached from here,
-    `unreachable` says why and the loss is not worked out."""
+    unless given) are read again, under `reading` as its checks read them, only when its recovery would cut;
+    when they cannot be reached from here, `unreachable` says why and the loss is not worked out."""
     findings = list(p.all_findings())
     judged = Judged(p.path, [Blocker(f, p.path, f.kind.at_start) for f in findings if f.kind.at_start is not None],
                     [f for f in findings if f.name in _SKIPS_RECOVERY])
@@ -207,7 +211,7 @@ def judge(p: PartitionReport, directory: Path | None = None, unreachable: str | 
         directory = directory or Path(p.path)
         if directory.is_file():  # what recovery does depends on the partition's other segments
             unreachable = "a lone segment was given: give its partition dir"
-        plan = None if unreachable else _plan(directory)
+        plan = None if unreachable else _plan(directory, reading)
         if plan is None:
             judged.not_worked_out = NotWorkedOut(p.path, unreachable or _UNREADABLE)
         else:
@@ -215,14 +219,14 @@ def judge(p: PartitionReport, directory: Path | None = None, unreachable: str | 
     return judged
 
 
-def _plan(directory: Path) -> PartitionPlan | None:
+def _plan(directory: Path, reading: ReadPolicy | None) -> PartitionPlan | None:
     """Kafka's recovery of the partition as the truncate planner works it out; None when a file is unreadable."""
     # Imported here: the planner is a large share of a verify's start, and only a partition whose recovery
     # cuts needs it.
     from logtool.recovery.truncate_plan import plan_partition
     from logtool.rules.expected_index import DEFAULT_INDEX_INTERVAL_BYTES
     try:
-        part = Partition.from_dir(directory)
+        part = Partition.from_dir(directory).read_under(reading)
         try:
             plan = plan_partition(part, False, DEFAULT_INDEX_INTERVAL_BYTES)
         finally:

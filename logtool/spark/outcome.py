@@ -16,6 +16,7 @@ from logtool.spark.hosts import executor_host, named, same_host
 from logtool.spark.split import Unit
 from logtool.spark.summary import Tally
 from logtool.spark.task import Checked, Settings, check_unit, item_not_audited, merge
+from logtool.store.pacing import ReadPolicy
 
 if TYPE_CHECKING:
     from pyspark import Accumulator
@@ -32,7 +33,8 @@ def unit_rows(settings: Settings, checked: "Accumulator[int]", unit: Unit) -> It
             done += not isinstance(c, Unit)
             yield c
 
-    yield from checked_rows(counted(check_unit(settings, unit)))
+    reading = settings.read_policy()  # one per task: its checks and its verdict's reads alike
+    yield from checked_rows(counted(check_unit(settings, unit, reading)), reading)
     checked.add(done)
 
 
@@ -42,14 +44,14 @@ def lost_rows(lost: tuple[Unit, str]) -> Iterator[tuple]:
     yield from checked_rows(item_not_audited(item, why) for item in unit.items)
 
 
-def checked_rows(outcomes: Iterable[Checked | Unit]) -> Iterator[tuple]:
-    """The tagged rows of outcomes, and their `Tally`."""
+def checked_rows(outcomes: Iterable[Checked | Unit], reading: ReadPolicy | None = None) -> Iterator[tuple]:
+    """The tagged rows of outcomes, and their `Tally` (what the verdict reads again, read under `reading`)."""
     tally = Tally()
     for c in outcomes:
         if isinstance(c, Unit):
             yield (MISPLACED, None, None, None, pickle.dumps(c, pickle.HIGHEST_PROTOCOL))
         elif c.item.piece is None:
-            yield from _rows(c, tally)
+            yield from _rows(c, tally, reading)
         else:
             yield (PIECE, None, None, None, pickle.dumps(c, pickle.HIGHEST_PROTOCOL))
     yield (TALLY, None, None, None, pickle.dumps(tally, pickle.HIGHEST_PROTOCOL))
@@ -57,9 +59,9 @@ def checked_rows(outcomes: Iterable[Checked | Unit]) -> Iterator[tuple]:
 
 def merged_rows(settings: Settings, partitions: Iterable[Iterable[Checked]]) -> Iterator[tuple]:
     """The tagged rows of split partitions, each given as its pieces."""
-    tally = Tally()
+    tally, reading = Tally(), settings.read_policy()
     for pieces in partitions:
-        yield from _rows(merge(pieces, settings.transaction_timeout_ms), tally)
+        yield from _rows(merge(pieces, settings.transaction_timeout_ms), tally, reading)
     yield (TALLY, None, None, None, pickle.dumps(tally, pickle.HIGHEST_PROTOCOL))
 
 
@@ -75,14 +77,14 @@ def gathered(rows: Iterable[Any]) -> Iterator[tuple[str, bytes]]:
     yield TALLY, pickle.dumps(tally, pickle.HIGHEST_PROTOCOL)
 
 
-def _rows(c: Checked, tally: Tally) -> Iterator[tuple]:
+def _rows(c: Checked, tally: Tally, reading: ReadPolicy | None) -> Iterator[tuple]:
     """A checked partition's rows."""
     # verify holds a partition against the log dir it sits in, when that log dir is one of the PATHs.
     root = c.item.root
     if root is not None:
         check_against_log_dir(root.report((c.report.topic, c.report.partition), c.item.checkpoints), c.report)
         c.broker = root.broker
-    c.judged = _judged(c)
+    c.judged = _judged(c, reading)
     row = partition_row(c)
     tally.add(c, row)
     if c.judged.matters:
@@ -94,13 +96,13 @@ def _rows(c: Checked, tally: Tally) -> Iterator[tuple]:
         yield (BATCH, None, None, batch, None)
 
 
-def _judged(c: Checked) -> Judged:
-    """Its part of the verdict. What recovery would cut is worked out from its files, which a pinned
-    partition's pieces, joined on another host, cannot reach: then the verdict says so."""
+def _judged(c: Checked, reading: ReadPolicy | None) -> Judged:
+    """Its part of the verdict. What recovery would cut is worked out from its files (read under `reading`),
+    which a pinned partition's pieces, joined on another host, cannot reach: then the verdict says so."""
     pin = c.item.pin
     if pin is not None and not same_host(pin.executor, executor_host()):
         return judge(c.report, None, f"its pieces were joined on {executor_host()}, not on {pin.asked}")
-    return judge(c.report, c.item.target.path)
+    return judge(c.report, c.item.target.path, reading=reading)
 
 
 def blob(row: Any) -> Any:

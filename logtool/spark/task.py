@@ -21,7 +21,7 @@ from logtool.spark.hosts import executor_host, named, reader, same_host
 from logtool.spark.listing import Sized
 from logtool.store.layout import parse_partition_dir
 from logtool.spark.split import Unit
-from logtool.store.pacing import read_policy
+from logtool.store.pacing import ReadPolicy, read_policy
 from logtool.store.read_ahead import read_ahead
 from logtool.store.discover import TargetKind
 
@@ -33,6 +33,10 @@ class Settings:
     spare_page_cache: bool = True
     replicas: bool = False  # keep every batch's key for the replica comparison
     transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS
+
+    def read_policy(self) -> ReadPolicy | None:
+        """A task's reading policy: --max-read-rate caps each task, as the operator sizes it per disk."""
+        return read_policy(self.max_read_rate, self.spare_page_cache)
 
 
 # (base offset, last offset, stored CRC, partition leader epoch): what replicas must agree on batch by batch.
@@ -93,16 +97,17 @@ def task_threads() -> None:
         fast.threads(max(1, ctx.cpus()))
 
 
-def check_unit(settings: Settings, unit: Unit) -> Iterator[Checked | Unit]:
-    """Each item's outcome; a pinned unit whose task Spark ran off its host (its locality wait ran out) comes
-    back as it is, unread, for the driver to pin again (spark/rounds.py)."""
+def check_unit(settings: Settings, unit: Unit, reading: ReadPolicy | None = None) -> Iterator[Checked | Unit]:
+    """Each item's outcome, read under `reading` (the task's `Settings.read_policy`, unless given); a pinned
+    unit whose task Spark ran off its host (its locality wait ran out) comes back as it is, unread, for the
+    driver to pin again (spark/rounds.py)."""
     pin = unit.pin
     here = executor_host()
     if pin is not None and not same_host(pin.executor, here):  # never another host's disk
         yield unit
         return
-    # One reading policy per task: --max-read-rate caps each task, as the operator sizes it per disk.
-    reading = read_policy(settings.max_read_rate, settings.spare_page_cache)
+    if reading is None:
+        reading = settings.read_policy()
     task_threads()
     items = list(unit.items)  # made from the unit's columns: a few thousand at most (split.MAX_TASK)
     # Whole partition dirs read ahead, as verify reads them (store/read_ahead.py): reading their small files

@@ -86,11 +86,12 @@ class GuardedMap(mmap.mmap):
             self._guard.close()
 
 
-def _mapped(fd: int, path: Path, length: int, size: int, offset: int = 0) -> GuardedMap:
+def _mapped(fd: int, path: Path | str, length: int, size: int, offset: int = 0,
+            after_unmap: Callable[[], None] | None = None) -> GuardedMap:
     """`length` bytes of the file from `offset`. Raises OSError; one that says, when the address space has no
     room for the mapping (ulimit -v), how large it was."""
     try:
-        return GuardedMap(fd, length, offset)
+        return GuardedMap(fd, length, offset, after_unmap)
     except OSError as e:
         if e.errno != errno.ENOMEM:
             raise
@@ -99,13 +100,14 @@ def _mapped(fd: int, path: Path, length: int, size: int, offset: int = 0) -> Gua
                       str(path)) from None
 
 
-def open_readonly(path: Path) -> tuple[GuardedMap | bytes, int]:
-    """A read-only buffer over a file (a GuardedMap, or b"" when empty) and its size. Raises OSError."""
-    fd, size = open_regular(path)
+def open_readonly(path: Path, around: AroundRead | None = None) -> tuple[GuardedMap | bytes, int]:
+    """A read-only buffer over a file (a GuardedMap made within `around`, as `map_within`; or b"" when empty)
+    and its size. Raises OSError."""
+    fd, st = open_regular_stat(path)
     try:
-        if size == 0:
+        if st.st_size == 0:
             return b"", 0
-        return _mapped(fd, path, size, size), size
+        return map_within(fd, path, st, around), st.st_size
     finally:
         os.close(fd)
 
@@ -143,22 +145,23 @@ def read_within(fd: int, st: os.stat_result, read: Callable[[int, int], bytes], 
             after()
 
 
-def map_within(fd: int, st: os.stat_result, around: AroundRead | None) -> GuardedMap:
-    """The whole file open as `fd` (`st`: its fstat) mapped within `around`: the hook called before the
-    mapping is made, and what it returns once the mapping is gone (on its own descriptor: the caller may close
-    `fd` as soon as the mapping is made)."""
+def map_within(fd: int, path: Path | str, st: os.stat_result, around: AroundRead | None) -> GuardedMap:
+    """The whole file open as `fd` (`st`: its fstat; `path`: its name, for an error) mapped within `around`:
+    the hook called before the mapping is made, and what it returns once the mapping is gone (on a descriptor
+    of its own: the caller may close `fd` as soon as the mapping is made). Raises OSError as `_mapped`."""
+    size = st.st_size
     if around is None:
-        return GuardedMap(fd, st.st_size)
+        return _mapped(fd, path, size, size)
     kept = os.dup(fd)
     try:
         after = around(kept, st)
-        if after is None:
-            os.close(kept)
-            return GuardedMap(fd, st.st_size)
-        return GuardedMap(fd, st.st_size, after_unmap=partial(_then_close, after, kept))
+        if after is not None:
+            return _mapped(fd, path, size, size, after_unmap=partial(_then_close, after, kept))
     except BaseException:
         os.close(kept)
         raise
+    os.close(kept)
+    return _mapped(fd, path, size, size)
 
 
 def _then_close(after: Callable[[], None], fd: int) -> None:

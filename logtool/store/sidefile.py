@@ -66,7 +66,7 @@ def read_side(path: Path | str, mapped: bool = False, name: str | None = None,
         size = st.st_size
         try:
             if mapped and size >= MAPPED_FROM:
-                return SideFile(name, map_within(fd, st, around))
+                return SideFile(name, map_within(fd, path, st, around))
             if size > SIDE_FILE_LIMIT:
                 return SideFile(name, None, f"{size} bytes, more than Kafka ever writes in this file", too_large=True)
             data = read_within(fd, st, _read_all, around)

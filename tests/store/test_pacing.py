@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 
 import pytest
-from conftest import run_logtool
+from conftest import ROOT, run_logtool
 
 from fixtures.generator import write_big
 from logtool.checks.engine import check_target
@@ -305,6 +306,73 @@ def test_verify_sparing_the_cache_leaves_a_cold_log_dir_cold(preallocated):
         assert all(mostly_evicted(fd) for fd in fds), [f.name for f, fd in zip(files, fds) if not mostly_evicted(fd)]
         r = run_logtool("verify", "--no-spare-page-cache", str(part))
         assert r.returncode == 0 and mostly_cached(index_fd)
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+@pytest.fixture
+def damaged(tmp_path):
+    """A cold partition whose segment has a bad batch half way: its verdict reads it again to work out
+    recovery's cut, and the indexes recovery would rebuild against those on disk."""
+    part = tmp_path / "damaged-0"
+    write_big(part, 600_000)
+    log = next(part.glob("*.log"))
+    data = bytearray(log.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    log.write_bytes(data)
+    fds = [os.open(part / name, os.O_RDONLY) for name in sorted(os.listdir(part))]
+    for fd in fds:
+        os.fsync(fd)
+        evict(fd)
+    yield part, fds
+    for fd in fds:
+        os.close(fd)
+
+
+def test_the_verdict_reads_a_damaged_partition_again_sparing_the_cache(damaged):
+    part, fds = damaged
+    r = run_logtool("verify", "--spare-page-cache", "--format", "json", str(part))
+    assert r.returncode == 4, r.stderr
+    (verdict,) = json.loads(r.stdout)["verdict"]
+    assert verdict["recovery"][0]["bytes_cut"] > 0  # worked out from the files, read again
+    assert all(mostly_evicted(fd) for fd in fds)
+
+
+def test_an_audit_task_s_verdict_reads_a_damaged_partition_again_sparing_the_cache(damaged):
+    from logtool.spark.listing import list_path
+    from logtool.spark.outcome import unit_rows
+    from logtool.spark.split import split
+    from logtool.spark.task import Settings
+
+    part, fds = damaged
+
+    class Counted:
+        def add(self, n: int) -> None:
+            pass
+
+    (unit,) = split(list(list_path(str(part)).targets), 1 << 40)
+    rows = list(unit_rows(Settings(spare_page_cache=True), Counted(), unit))
+    assert [r[0] for r in rows].count("judged") == 1  # its verdict, recovery's cut worked out
+    assert all(mostly_evicted(fd) for fd in fds)
+    list(unit_rows(Settings(spare_page_cache=False), Counted(), unit))
+    assert not all(mostly_evicted(fd) for fd in fds)
+
+
+def test_the_indexes_recovery_would_rebuild_are_compared_sparing_the_cache(tmp_path):
+    """The sample's clicks-2 (a bad batch in its last segment, its time index past it): the verdict holds the
+    indexes recovery would build against those on disk, mapped and given back like the rest."""
+    part = tmp_path / "clicks-2"
+    shutil.copytree(ROOT / "fixtures" / "sample-logdir" / "clicks-2", part)
+    fds = [os.open(part / name, os.O_RDONLY) for name in sorted(os.listdir(part)) if (part / name).stat().st_size]
+    try:
+        for fd in fds:
+            os.fsync(fd)
+            evict(fd)
+        r = run_logtool("verify", "--spare-page-cache", "--format", "json", str(part))
+        assert r.returncode == 4, r.stderr
+        assert json.loads(r.stdout)["verdict"][0]["recovery"][0]["bytes_cut"] == 1477
+        assert all(mostly_evicted(fd) for fd in fds)
     finally:
         for fd in fds:
             os.close(fd)
