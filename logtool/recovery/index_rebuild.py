@@ -18,7 +18,7 @@ from logtool.recovery.executor import carry_out, staged_write, undo_lines
 from logtool.recovery.seen import Seen, canonical, look
 from logtool.recovery.steps import Step
 from logtool.store.mapping import AroundRead, open_readonly
-from logtool.store.pacing import ReadPolicy
+from logtool.store.pacing import ReadPolicy, around_read
 from logtool.store.partition import Partition
 from logtool.store.segment import Segment, WalkOutcome
 
@@ -182,7 +182,7 @@ def _plan_files(seg: Segment, expected: ExpectedIndexes, wrong: set[str] | None,
             result.txn_unknown.append(path.name)  # aborts of transactions opened before the data on disk
             continue
         try:
-            change = FileChange.against_disk(path, bytes(data), seg.reading.around(path) if seg.reading else None)
+            change = FileChange.against_disk(path, bytes(data), around_read(seg.reading, path))
             if wrong is not None and change.old_size is not None and path.name not in wrong:
                 change.changed = False
             result.changes.append(change)

@@ -94,6 +94,11 @@ class ReadPolicy:
             self.on_bytes(n)
 
 
+def around_read(policy: ReadPolicy | None, path: Path | str) -> AroundRead | None:
+    """`policy.around(path)`, or None without a policy: what a file is read or mapped within."""
+    return policy.around(path) if policy is not None else None
+
+
 def read_policy(max_rate_mb: float | None, spare_cache: bool) -> ReadPolicy | None:
     """The policy for `--max-read-rate MB/s` and `--spare-page-cache`; None when neither asks for one."""
     if max_rate_mb is None and not spare_cache:

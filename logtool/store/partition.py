@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from logtool.store.broker import running_broker
-from logtool.store.pacing import ReadPolicy
+from logtool.store.pacing import ReadPolicy, around_read
 from logtool.store.read_ahead import Ahead
 from logtool.store.layout import FileKind, FileName, PartitionName, classify_file, parse_partition_dir, real_name
 from logtool.store.segment import Segment
@@ -110,7 +110,7 @@ class Partition:
         if self.ahead is not None and (taken := self.ahead.side(name)) is not None:
             return taken
         path = os.path.join(self.path, name)  # no Path object: called for every file
-        return read_side(path, name=name, around=self.reading.around(path) if self.reading is not None else None)
+        return read_side(path, name=name, around=around_read(self.reading, path))
 
     def size_of(self, name: str) -> int:
         """A file's size in bytes; -1 when it cannot be stat'ed."""

@@ -18,6 +18,7 @@ from logtool.format import Bytes, kernel
 from logtool.format.batch import MAX_SEGMENT_BYTES, BatchView, FrameStop, read_entry
 from logtool.format.records import RecordError, first_control, first_legacy_offset
 from logtool.store.mapping import GuardedMap, open_prefix, open_readonly, read_small, zeros_from
+from logtool.store.pacing import around_read
 from logtool.store.sidefile import MAPPED_FROM, SideFile, read_side
 
 if TYPE_CHECKING:
@@ -210,7 +211,7 @@ class Segment:
         if self.ahead is not None and (taken := self.ahead.side(name)) is not None:
             return taken
         path = self._side_path(suffix)
-        return read_side(path, mapped=True, name=name, around=self.reading.around(path) if self.reading else None)
+        return read_side(path, mapped=True, name=name, around=around_read(self.reading, path))
 
     def path_with(self, suffix: str) -> Path:
         """The path of the segment's file with this suffix (its .index, .timeindex, .txnindex)."""
