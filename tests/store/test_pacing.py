@@ -4,6 +4,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 from conftest import ROOT, run_logtool
@@ -73,6 +76,20 @@ def mostly_evicted(fd: int) -> bool:
 
 def evict(fd: int, start: int = 0, length: int = 0) -> None:
     os.posix_fadvise(fd, start, length, os.POSIX_FADV_DONTNEED)
+
+
+@contextmanager
+def cold(paths: list[Path]) -> Iterator[list[int]]:
+    """Descriptors of the files, each written back and then out of the page cache; closed after the block."""
+    fds = [os.open(p, os.O_RDONLY) for p in paths]
+    try:
+        for fd in fds:
+            os.fsync(fd)  # dirty pages cannot be dropped: write them back first
+            evict(fd)
+        yield fds
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def test_throttle_sleeps_exactly_what_the_rate_needs():
@@ -242,21 +259,14 @@ def test_without_cachestat_a_small_file_is_still_spared(small, monkeypatch):
 def test_the_small_index_files_of_a_segment_are_spared_too(small):
     part, log, _ = small
     indexes = [log.with_suffix(".index"), log.with_suffix(".timeindex")]
-    fds = [os.open(p, os.O_RDONLY) for p in indexes]
-    try:
+    with cold(indexes) as fds:
         assert all(0 < os.fstat(fd).st_size < MAPPED_FROM for fd in fds)  # read whole, not mapped
-        for fd in fds:
-            os.fsync(fd)
-            evict(fd)
         check_target(Target(part), False, read_policy(None, spare_cache=True))
         assert all(mostly_evicted(fd) for fd in fds)
         for p in indexes:
             p.read_bytes()
         check_target(Target(part), False, read_policy(None, spare_cache=True))
         assert all(mostly_cached(fd) for fd in fds)
-    finally:
-        for fd in fds:
-            os.close(fd)
 
 
 @pytest.fixture
@@ -293,12 +303,8 @@ def test_verify_sparing_the_cache_leaves_a_cold_log_dir_cold(preallocated):
     cache holds whole; the rest, read by the checks, are given back: the segment, its small time index, its
     mapped index."""
     part, index, index_fd = preallocated
-    files = [part / name for name in sorted(os.listdir(part))]
-    fds = [os.open(f, os.O_RDONLY) for f in files]
-    try:
-        for fd in fds:
-            os.fsync(fd)
-            evict(fd)
+    files = sorted(part.iterdir())
+    with cold(files) as fds:
         assert all(mostly_evicted(fd) for fd in fds)
         r = run_logtool("verify", "--spare-page-cache", "--format", "json", str(part))
         assert r.returncode == 0, r.stderr
@@ -306,9 +312,6 @@ def test_verify_sparing_the_cache_leaves_a_cold_log_dir_cold(preallocated):
         assert all(mostly_evicted(fd) for fd in fds), [f.name for f, fd in zip(files, fds) if not mostly_evicted(fd)]
         r = run_logtool("verify", "--no-spare-page-cache", str(part))
         assert r.returncode == 0 and mostly_cached(index_fd)
-    finally:
-        for fd in fds:
-            os.close(fd)
 
 
 @pytest.fixture
@@ -321,13 +324,8 @@ def damaged(tmp_path):
     data = bytearray(log.read_bytes())
     data[len(data) // 2] ^= 0xFF
     log.write_bytes(data)
-    fds = [os.open(part / name, os.O_RDONLY) for name in sorted(os.listdir(part))]
-    for fd in fds:
-        os.fsync(fd)
-        evict(fd)
-    yield part, fds
-    for fd in fds:
-        os.close(fd)
+    with cold(sorted(part.iterdir())) as fds:
+        yield part, fds
 
 
 def test_the_verdict_reads_a_damaged_partition_again_sparing_the_cache(damaged):
@@ -364,15 +362,8 @@ def test_the_indexes_recovery_would_rebuild_are_compared_sparing_the_cache(tmp_p
     indexes recovery would build against those on disk, mapped and given back like the rest."""
     part = tmp_path / "clicks-2"
     shutil.copytree(ROOT / "fixtures" / "sample-logdir" / "clicks-2", part)
-    fds = [os.open(part / name, os.O_RDONLY) for name in sorted(os.listdir(part)) if (part / name).stat().st_size]
-    try:
-        for fd in fds:
-            os.fsync(fd)
-            evict(fd)
+    with cold([p for p in sorted(part.iterdir()) if p.stat().st_size]) as fds:
         r = run_logtool("verify", "--spare-page-cache", "--format", "json", str(part))
         assert r.returncode == 4, r.stderr
         assert json.loads(r.stdout)["verdict"][0]["recovery"][0]["bytes_cut"] == 1477
         assert all(mostly_evicted(fd) for fd in fds)
-    finally:
-        for fd in fds:
-            os.close(fd)
