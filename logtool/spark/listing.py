@@ -103,7 +103,8 @@ def _i64() -> array:
 class Targets:
     """Targets as columns, in their listing's order: per target its group, its name (file-system bytes, the
     names end to end), its segments (base offsets and sizes) and its checkpoint entries (file, offset), each
-    column cut by an array of ends. A piece of a split partition keeps its (first, end) in `pieces`.
+    column cut by an array of ends. A piece of a split partition keeps its (first, end) in `pieces`; a target
+    whose name its listing did not show to be its own (a symlink, or a PATH named by itself) is in `unsure`.
     Iterating gives each target as a `Sized`."""
 
     groups: list[Group] = field(default_factory=list)
@@ -117,6 +118,8 @@ class Targets:
     cp_file: bytearray = field(default_factory=bytearray)  # an index into OFFSET_CHECKPOINTS
     cp_offset: array = field(default_factory=_i64)
     pieces: dict[int, Piece] = field(default_factory=dict)
+    # (few: the targets of a log dir's listing are known by it, which spares each check task an lstat per target)
+    unsure: set[int] = field(default_factory=set)
 
     def __len__(self) -> int:
         return len(self.group)
@@ -137,7 +140,8 @@ class Targets:
         name = os.fsdecode(bytes(self.names[self.name_end[i - 1] if i else 0:self.name_end[i]]))
         s0, s1 = self.seg_end[i - 1] if i else 0, self.seg_end[i]
         c0, c1 = self.cp_end[i - 1] if i else 0, self.cp_end[i]
-        return Sized(Target(folder / name if name else folder, group.kind), group.log_dir,
+        real = name if name and i not in self.unsure else None
+        return Sized(Target(folder / name if name else folder, group.kind, real), group.log_dir,
                      tuple(zip(self.bases[s0:s1], self.sizes[s0:s1])), self.pieces.get(i), group.pin, group.root,
                      tuple((OFFSET_CHECKPOINTS[f], o) for f, o in zip(self.cp_file[c0:c1], self.cp_offset[c0:c1])))
 
@@ -178,10 +182,13 @@ class TargetsBuilder:
         return g
 
     def add(self, group: Group, name: str, segments: Iterable[tuple[int, int]],
-            checkpoints: Iterable[tuple[str, int]] = (), piece: Piece | None = None) -> None:
+            checkpoints: Iterable[tuple[str, int]] = (), piece: Piece | None = None, sure: bool = False) -> None:
+        """`sure`: `name` is the target's real name (`Target.real_name`)."""
         t = self.targets
         if piece is not None:
             t.pieces[len(t)] = piece
+        if not sure:
+            t.unsure.add(len(t))
         t.group.append(self._group(group))
         t.names += os.fsencode(name)
         t.name_end.append(len(t.names))
@@ -197,13 +204,15 @@ class TargetsBuilder:
     def add_sized(self, item: Sized) -> None:
         target = item.target
         self.add(Group(str(target.path.parent), target.kind, item.log_dir, item.pin, item.root), target.path.name,
-                 item.segments, item.checkpoints, item.piece)
+                 item.segments, item.checkpoints, item.piece, sure=target.real_name is not None)
 
     def add_from(self, src: Targets, i: int) -> None:
         """Target `i` of `src`, copied column by column (no `Sized` made)."""
         t = self.targets
         if (piece := src.pieces.get(i)) is not None:
             t.pieces[len(t)] = piece
+        if i in src.unsure:
+            t.unsure.add(len(t))
         t.group.append(self._group(src.groups[src.group[i]]))
         t.names += src.names[src.name_end[i - 1] if i else 0:src.name_end[i]]
         t.name_end.append(len(t.names))
@@ -260,7 +269,8 @@ def list_path(path: str, pin: Pin | None = None, paths: Collection[str] = ()) ->
         if where not in groups:
             groups[where] = _group(target, pin, own, paths)
         group, against = groups[where]
-        built.add(group, target.path.name, target.segment_sizes(), _entries(against, target))
+        built.add(group, target.path.name, target.segment_sizes(), _entries(against, target),
+                  sure=target.real_name is not None)
     listing.targets = built.targets
     for ld in report.log_dirs:  # carried by the targets: the driver needs none of it
         ld.partition_dirs, ld.offsets = [], {}
@@ -285,7 +295,7 @@ def _entries(ld: LogDirReport | None, target: Target) -> list[tuple[str, int]]:
     if ld is None or not ld.offsets:
         return []
     directory = target.path.parent if target.single_file else target.path
-    name = parse_partition_dir(real_name(directory))
+    name = parse_partition_dir(target.real_name if target.real_name is not None else real_name(directory))
     if name is None:
         return []
     key = (name.topic, name.partition)

@@ -35,8 +35,9 @@ class Target:
     path: Path
     kind: TargetKind = TargetKind.PARTITION_DIR
     # The directory's own name where the log dir's listing showed it is no symlink: what `real_name` would
-    # answer, without the lstat per partition (None: not known, asked when listed).
-    real_name: str | None = None
+    # answer, without the lstat per partition (None: not known, asked when listed). What is known of the
+    # target, not which target it is: not compared.
+    real_name: str | None = field(default=None, compare=False)
 
     @property
     def single_file(self) -> bool:

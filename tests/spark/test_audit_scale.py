@@ -18,7 +18,8 @@ from logtool.spark.rows import FINDING, FINDINGS, JUDGED, MISPLACED, PARTITION, 
 from logtool.spark.summary import Tally
 from logtool.spark.split import pieces, split, task_size, weight
 from logtool.spark.task import Settings, check_unit
-from logtool.store import read_ahead
+from logtool.store import layout, read_ahead
+from logtool.store import partition as partition_store
 from logtool.store.discover import Target, TargetKind, discover
 
 
@@ -97,6 +98,34 @@ def test_targets_are_columns_that_give_back_each_sized(fleet):
                    ((0, 10),), (0, None), Pin("h1", "10.0.0.1"), items[0].root, (("recovery-point-offset-checkpoint",
                                                                                  7),))
     assert list(Targets.of([pinned, items[0]])) == [pinned, items[0]]
+
+
+def test_a_task_knows_each_partition_s_own_name_from_its_listing(fleet, tmp_path, monkeypatch):
+    """Where the log dir's listing showed a partition dir to be no symlink, its name is its own: the task is
+    told so through the columns (no lstat per partition to ask again); a symlinked one is asked where it is."""
+    log_dir = tmp_path / "broker"
+    log_dir.mkdir()
+    real = next(p for p in sorted(fleet.log_dirs[1].iterdir()) if p.name.startswith("t-"))
+    (log_dir / "t-77").symlink_to(real)  # named t-77 here, t-N where it really is
+    for p in sorted(fleet.log_dirs[1].iterdir())[:6]:
+        if p.is_dir() and p != real:
+            (log_dir / p.name).mkdir()
+            for f in p.iterdir():
+                (log_dir / p.name / f.name).write_bytes(f.read_bytes())
+    items = list(list_path(str(log_dir)).targets)
+    sent = list(pickle.loads(pickle.dumps(Targets.of(items), pickle.HIGHEST_PROTOCOL)))
+    (unit,) = split(sent, 1 << 40)
+    dealt = list(unit.items)
+    for listed in (items, sent, dealt):
+        assert {i.target.path.name: i.target.real_name for i in listed} == \
+            {p.name: None if p.is_symlink() else p.name for p in log_dir.iterdir()}, listed
+    asked: list[Path] = []
+    monkeypatch.setattr(partition_store, "real_name", lambda p: asked.append(p) or layout.real_name(p))
+    reports = [c.report for c in check_unit(Settings(), unit)]
+    assert asked == [log_dir / "t-77"]
+    # and the symlinked partition is named as the broker names it: by where it really is
+    assert {(r.topic, r.partition) for r in reports if r.path.endswith("t-77")} == \
+        {("t", int(real.name.rsplit("-", 1)[1]))}
 
 
 def test_a_listing_costs_the_driver_tens_of_bytes_a_partition(fleet):
