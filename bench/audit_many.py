@@ -23,6 +23,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -128,9 +129,11 @@ def audit_once(n: int, brokers: int, master: str = MASTER, replicas: bool = Fals
     from logtool.spark.task import Settings
 
     log_dirs = replicated_fleet(n) if replicas else fleet(n, brokers)
-    gc_log = Path(tempfile.mkstemp(prefix="audit-many-gc-", suffix=".log")[1])
     # The driver's garbage collections logged: the heap each left behind is what the driver's JVM had to hold
-    # (at most; its RSS says how far the heap was let grow).
+    # (at most; its RSS says how far the heap was let grow). In a directory of its own, removed whole: the JVM
+    # moves a log file it finds already there aside (to NAME.0), and that was left behind in /tmp.
+    scratch = tempfile.mkdtemp(prefix="audit-many-gc-")
+    gc_log = Path(scratch, "gc.log")
     t = time.perf_counter()
     spark, _ = start(master, {"spark.ui.enabled": "false"}, java_options=(f"-Xlog:gc:file={gc_log}",))
     startup = time.perf_counter() - t
@@ -150,7 +153,7 @@ def audit_once(n: int, brokers: int, master: str = MASTER, replicas: bool = Fals
         heap = max((int(m.group(1)) for m in re.finditer(r"\d+M->(\d+)M\(\d+M\)", gc_log.read_text())), default=0)
     finally:
         stop(spark)
-        gc_log.unlink()
+        shutil.rmtree(scratch)
     if replicas:  # the planted divergences come with damage: exit 4
         assert summary["divergence"]["shared_partitions"] == n + 10 and summary["exit_code"] == 4, summary
     else:
