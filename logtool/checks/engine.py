@@ -17,7 +17,7 @@ from logtool.checks.shutdown import check_clean_shutdown
 from logtool.store.pacing import ReadPolicy
 from logtool.store.discover import Found, Target, TargetKind, cannot_read, discover
 from logtool.store.read_ahead import Ahead, read_ahead
-from logtool.store.layout import parse_partition_dir, real_name
+from logtool.store.layout import parse_partition_dir
 from logtool.store.partition import Partition
 from logtool import collector, exitcodes
 
@@ -105,7 +105,7 @@ def open_target(target: Target, reading: ReadPolicy | None = None,
     try:
         part = target.partition(ahead)
     except OSError as e:
-        name = None if target.single_file else parse_partition_dir(real_name(target.path))
+        name = None if target.single_file else parse_partition_dir(target.own_name())
         rep = PartitionReport(str(target.path), *((name.topic, name.partition, name.kind) if name else (None, None)))
         rep.findings.append(unreadable(target, e))
         return rep

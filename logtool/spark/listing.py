@@ -21,7 +21,7 @@ from logtool.format.meta import MetaError, meta_identity
 from logtool.spark.hosts import Pin, executor_host, named, reader, same_host
 from logtool.spark.pieces import Piece
 from logtool.store.discover import Target, TargetKind, discover
-from logtool.store.layout import OFFSET_CHECKPOINTS, parse_partition_dir, real_name
+from logtool.store.layout import OFFSET_CHECKPOINTS, parse_partition_dir
 
 Broker = tuple[str | None, int | None]  # (cluster id, node id)
 
@@ -294,8 +294,7 @@ def _entries(ld: LogDirReport | None, target: Target) -> list[tuple[str, int]]:
     """A partition's entries in its log dir's checkpoints, found by the name its walk will give it."""
     if ld is None or not ld.offsets:
         return []
-    directory = target.path.parent if target.single_file else target.path
-    name = parse_partition_dir(target.real_name if target.real_name is not None else real_name(directory))
+    name = parse_partition_dir(target.own_name())
     if name is None:
         return []
     key = (name.topic, name.partition)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from logtool.findings import NOT_KAFKA, UNREADABLE, Finding, finding
 from logtool.store.layout import (CLUSTER_METADATA, IGNORED_LOG_DIR_CHILDREN, FileKind, PathKind, classify_file,
-                                  classify_path, is_records_file, parse_partition_dir)
+                                  classify_path, is_records_file, parse_partition_dir, real_name)
 from logtool.store.partition import Partition, listing
 from logtool.store.read_ahead import Ahead
 
@@ -42,6 +42,13 @@ class Target:
     @property
     def single_file(self) -> bool:
         return self.kind is TargetKind.RECORDS_FILE
+
+    def own_name(self) -> str:
+        """The name of the directory it is (a file: of its partition dir) where that really is: as its log
+        dir's listing showed it, or asked (`real_name`, an lstat)."""
+        if self.kind is not TargetKind.PARTITION_DIR:
+            return real_name(self.path.parent)
+        return self.real_name if self.real_name is not None else real_name(self.path)
 
     @property
     def log_dir(self) -> Path:

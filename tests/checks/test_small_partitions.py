@@ -275,3 +275,24 @@ def test_verify_prints_the_same_lines_without_rich(log_dir, capsys, monkeypatch)
     monkeypatch.setattr(text._Lines, "_write_plain", lambda self, markup: False)
     _rc, rich_out = _verify(capsys, "verify", "--show-info", log_dir)
     assert fast_out == rich_out and "TIMEINDEX_MISSING" in fast_out
+
+
+def test_a_target_s_own_name_is_taken_from_its_listing_and_asked_otherwise(log_dir, monkeypatch):
+    """A partition dir its log dir's listing showed to be no symlink is named by that listing, with no lstat;
+    a symlinked one, a partition dir named by itself and a segment file ask where they really are."""
+    from logtool.store import discover as discover_module, layout
+    (log_dir.parent / "elsewhere").mkdir()
+    moved = log_dir.parent / "elsewhere" / "small-3"
+    (log_dir / "small-3").rename(moved)
+    (log_dir / "linked-9").symlink_to(moved)
+    asked: list[Path] = []
+    monkeypatch.setattr(discover_module, "real_name", lambda p: asked.append(p) or layout.real_name(p))
+    found = discover_module.discover([log_dir])
+    names = {t.path.name: t.own_name() for t in found.targets}
+    assert names == {"small-0": "small-0", "small-1": "small-1", "small-2": "small-2", "small-4": "small-4",
+                     "linked-9": "small-3"}
+    assert asked == [log_dir / "linked-9"]
+    alone = Target(log_dir / "linked-9")
+    segment = Target(log_dir / "linked-9" / "00000000000000000000.log", discover_module.TargetKind.RECORDS_FILE)
+    assert (alone.own_name(), segment.own_name()) == ("small-3", "small-3")
+    assert asked[1:] == [alone.path, log_dir / "linked-9"]

@@ -38,7 +38,7 @@ from logtool.format.metadata_records import NO_OP_BYTES, MetadataRecord, read_me
 from logtool.format.records import Record, RecordError, batch_payload, iter_records, parse_control, payload_records
 from logtool.rules.metadata.state import ClusterState, Refused, Stamp
 from logtool.store.discover import TargetKind, discover
-from logtool.store.layout import BOOTSTRAP_CHECKPOINT, CLUSTER_METADATA, is_records_file, kraft_snapshot_id, real_name
+from logtool.store.layout import BOOTSTRAP_CHECKPOINT, CLUSTER_METADATA, is_records_file, kraft_snapshot_id
 from logtool.store.partition import Partition
 from logtool.store.segment import Segment, WalkOutcome
 
@@ -112,7 +112,7 @@ def open_source(path: Path) -> Source:
     unreadable = [f for f in found.findings if f.kind is UNREADABLE]
     if unreadable:
         raise MetadataPathError(found.refusal())
-    logs = [t for t in found.targets if t.kind is TargetKind.PARTITION_DIR and real_name(t.path) == CLUSTER_METADATA]
+    logs = [t for t in found.targets if t.kind is TargetKind.PARTITION_DIR and t.own_name() == CLUSTER_METADATA]
     if any(t.single_file and is_records_file(t.path.name) for t in found.targets):
         end, epoch = kraft_snapshot_id(path.name) or (0, 0)  # the bootstrap snapshot holds the state before 0
         return Source(path, None, None, [SnapshotFile(path, end, epoch)])
