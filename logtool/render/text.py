@@ -116,6 +116,12 @@ class Screen(Console):
             objects = (self.fitted(objects[0], hang),)
         super().print(*objects, **options)
 
+    def on_broken_pipe(self) -> None:
+        # rich exits with status 1 when the reader goes away (`logtool metadata | head -1`), which is "problems
+        # repaired" to us. The error goes on to cli.main instead, which leaves quietly with 0 as Unix tools do.
+        self.quiet = True
+        raise
+
 
 def console() -> Screen:
     """What every text renderer prints through. On a terminal, lines wrap to its width (COLUMNS first, as
