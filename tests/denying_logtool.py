@@ -28,8 +28,8 @@ class _DenyingReader:
     def __init__(self, real) -> None:
         self.real = real
 
-    def read_dirs(self, paths, below, budget, cached_only=False):
-        answers = self.real.read_dirs(paths, below, budget, cached_only)
+    def read_dirs(self, paths, below, budget, spare_cache=False):
+        answers = self.real.read_dirs(paths, below, budget, spare_cache)
         for i, (path, answer) in enumerate(zip(paths, answers)):
             if os.path.realpath(os.fsdecode(path)) in DENIED:
                 answers[i] = errno.EACCES

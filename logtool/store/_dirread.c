@@ -8,10 +8,12 @@
  * short is listed with no bytes, and is read by Python where the checks need it. Nothing follows a symlink
  * inside the directory (O_NOFOLLOW); the directory itself is opened as os.scandir opens it.
  *
- * Asked to read only what the page cache holds (a read that spares the page cache, store/pacing.py), it reads
- * a file only when `cachestat` says every page of it is cached already, so that its read brings no page in;
- * any other file, and every file where the call is refused or missing (before Linux 6.5), is left to the
- * Python reader, which probes and gives back what its own read brings in.
+ * Asked to spare the page cache (store/pacing.py), it leaves the page cache as it found it, as the Python reader
+ * does: a file of which `cachestat` says every page is cached already is read as it is (its read brings no page
+ * in); of any other file, residency is probed first (`mincore`), and the pages its read brought in are given
+ * back right after it. A file whose residency this process cannot see (Linux shows it only to the file's
+ * owner or to a process that may write it) or probe is left to the Python reader, which reads it only where
+ * the checks need it and then keeps its pages: when in doubt, pages stay.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -21,6 +23,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #ifdef __linux__
@@ -69,16 +72,59 @@ struct listed {
     size_t count, cap;
 };
 
-/* The file's bytes when it is a regular file of fewer than `below` bytes, `*budget` has room for them and,
- * with `cached_only`, the page cache holds all of it: read whole; else e->data stays NULL. */
-static void read_entry(int dfd, struct entry *e, size_t below, size_t *budget, int cached_only)
+/* One byte per page of the open file (of `size` bytes, not 0), bit 0 set where the page cache held the page,
+ * asked without reading it: `mincore` on a mapping that faults nothing in. NULL where it cannot be asked, or
+ * where the answer would not be the page cache's (the process neither owns the file nor may write it: Linux
+ * then reports only the pages the process itself has mapped, none). */
+static unsigned char *residency(int dfd, const char *name, const struct stat *st, int fd, size_t size)
+{
+    if (st->st_uid != geteuid() && faccessat(dfd, name, W_OK, AT_EACCESS) != 0)
+        return NULL;
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0)
+        return NULL;
+    void *map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED)
+        return NULL;
+    unsigned char *pages = malloc((size + (size_t)page - 1) / (size_t)page);
+    if (pages != NULL && mincore(map, size, pages) != 0) {
+        free(pages);
+        pages = NULL;
+    }
+    munmap(map, size);
+    return pages;
+}
+
+/* Give back, in runs, the pages of the file (of `size` bytes) that `before` says were not cached. */
+static void give_back(int fd, const unsigned char *before, size_t size)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), count = (size + page - 1) / page;
+    for (size_t i = 0; i < count;) {
+        if (before[i] & 1) {
+            i++;
+            continue;
+        }
+        size_t run = i;
+        while (run < count && !(before[run] & 1))
+            run++;
+        posix_fadvise(fd, (off_t)(i * page), (off_t)((run - i) * page), POSIX_FADV_DONTNEED);
+        i = run;
+    }
+}
+
+/* The file's bytes when it is a regular file of fewer than `below` bytes and `*budget` has room for them: read
+ * whole; else e->data stays NULL. With `spare`, a file the page cache does not hold whole is read only where
+ * its residency can be probed, and the pages its read brought in are given back. */
+static void read_entry(int dfd, struct entry *e, size_t below, size_t *budget, int spare)
 {
     int fd = openat(dfd, e->name, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
         return;
     struct stat st;
+    unsigned char *before = NULL; /* residency before the read, where pages are to be given back */
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size < below && (size_t)st.st_size <= *budget
-        && (!cached_only || cached_whole(fd, (size_t)st.st_size))) {
+        && (!spare || cached_whole(fd, (size_t)st.st_size)
+            || (before = residency(dfd, e->name, &st, fd, (size_t)st.st_size)) != NULL)) {
         size_t size = (size_t)st.st_size;
         char *data = malloc(size ? size : 1);
         if (data != NULL) {
@@ -100,7 +146,10 @@ static void read_entry(int dfd, struct entry *e, size_t below, size_t *budget, i
                 free(data);
             }
         }
+        if (before != NULL)
+            give_back(fd, before, size);
     }
+    free(before);
     close(fd);
 }
 
@@ -121,7 +170,7 @@ static int add_entry(struct listed *l, const char *name, unsigned char type)
     return 0;
 }
 
-static void list_dir(struct listed *l, size_t below, size_t *budget, int cached_only)
+static void list_dir(struct listed *l, size_t below, size_t *budget, int spare)
 {
     int dfd = open(l->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0) {
@@ -153,7 +202,7 @@ static void list_dir(struct listed *l, size_t below, size_t *budget, int cached_
     if (l->error == 0 && !l->unsure) /* (an unsure one is listed again, its files read, by Python) */
         for (size_t i = 0; i < l->count; i++)
             if (l->entries[i].type == DT_REG)
-                read_entry(dfd, &l->entries[i], below, budget, cached_only);
+                read_entry(dfd, &l->entries[i], below, budget, spare);
     closedir(dir);
 }
 
@@ -207,8 +256,8 @@ static PyObject *d_read_dirs(PyObject *Py_UNUSED(self), PyObject *args)
 {
     PyObject *paths;
     Py_ssize_t below, budget;
-    int cached_only = 0;
-    if (!PyArg_ParseTuple(args, "O!nn|p", &PyList_Type, &paths, &below, &budget, &cached_only))
+    int spare = 0;
+    if (!PyArg_ParseTuple(args, "O!nn|p", &PyList_Type, &paths, &below, &budget, &spare))
         return NULL;
     if (below < 0 || budget < 0) {
         PyErr_SetString(PyExc_ValueError, "below and budget are byte counts");
@@ -230,7 +279,7 @@ static PyObject *d_read_dirs(PyObject *Py_UNUSED(self), PyObject *args)
     size_t left = (size_t)budget;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n; i++)
-        list_dir(&dirs[i], (size_t)below, &left, cached_only);
+        list_dir(&dirs[i], (size_t)below, &left, spare);
     Py_END_ALLOW_THREADS
     out = PyList_New(n);
     if (out == NULL)
@@ -252,11 +301,12 @@ done:
 
 static PyMethodDef dirread_methods[] = {
     {"read_dirs", d_read_dirs, METH_VARARGS,
-     PyDoc_STR("read_dirs(paths: list[bytes], below: int, budget: int, cached_only: bool = False) -> for each "
+     PyDoc_STR("read_dirs(paths: list[bytes], below: int, budget: int, spare_cache: bool = False) -> for each "
                "directory, the errno that stopped its listing, None where it holds a symlink or an entry of "
                "unknown type, or (names, subdirectory names, {name: (bytes, mtime_ns)}): the bytes of its "
-               "regular files of fewer than `below` bytes (with cached_only, of those the page cache holds "
-               "whole), `budget` bytes in all")},
+               "regular files of fewer than `below` bytes, `budget` bytes in all (with spare_cache, those the "
+               "page cache holds whole, and those whose residency it could probe, the pages their reads "
+               "brought in given back)")},
     {NULL, NULL, 0, NULL},
 };
 

@@ -10,10 +10,11 @@ It answers only the plain case, and the Python readers stay the reference: a dir
 whose listing holds a symlink or an entry of unknown type, is listed again by `Partition.from_dir`; a file it
 did not read (not regular, not small, gone, cut short, past the batch's budget) is read by the checks as
 before, with the same errors and findings. Without the extension (LOGTOOL_PURE=1, or an install without a
-compiler) nothing is read ahead. A read policy that paces reads reads every file itself (each read is timed);
-one that spares the page cache has read ahead only the files the page cache holds whole (`cachestat`), whose
-read brings no page in: the others are read by the checks, which probe them first and give back what their
-read brought in (store/pacing.py).
+compiler) nothing is read ahead. A read policy that paces reads reads every file itself (each read is timed).
+Under one that spares the page cache the reader leaves the cache as it found it, as the checks' own reads do
+(store/pacing.py): it reads as they are the files the page cache holds whole (`cachestat`), probes the others'
+residency first and gives back the pages its read brought in, and leaves to the checks a file whose residency
+it cannot see (another user's, which the checks read only where they need it, keeping its pages).
 """
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ SWITCH_INTERVAL = 0.001  # seconds: see read_ahead
 
 
 class _Extension(Protocol):
-    def read_dirs(self, paths: list[bytes], below: int, budget: int, cached_only: bool = False, /) \
+    def read_dirs(self, paths: list[bytes], below: int, budget: int, spare_cache: bool = False, /) \
             -> list[int | tuple[list[str], list[str], dict[str, tuple[bytes, int]]] | None]: ...
 
 
@@ -100,8 +101,7 @@ def _ahead(answer: int | tuple[list[str], list[str], dict[str, tuple[bytes, int]
 
 def reads_ahead(policy: ReadPolicy | None) -> bool:
     """Whether files may be read ahead under `policy`: not where it paces reads (each read of it is timed); a
-    progress display's counting is kept, and a policy that spares the page cache has only what is cached read
-    ahead."""
+    progress display's counting is kept, and a policy that spares the page cache is kept by the reader too."""
     return READER is not None and (policy is None or policy.throttle is None)
 
 
@@ -115,12 +115,12 @@ def read_ahead(paths: Sequence[Path | None], policy: ReadPolicy | None = None) -
     if reader is None or not wanted:
         yield iter([None] * len(paths))
         return
-    cached_only = policy is not None and policy.spare_cache
+    spare_cache = policy is not None and policy.spare_cache
     if len(wanted) <= BATCH:  # a thread would cost more than it saves: read them here
-        found = dict(_read_batch(reader, wanted, cached_only))
+        found = dict(_read_batch(reader, wanted, spare_cache))
         yield (found.get(i) for i in range(len(paths)))
         return
-    ahead = _ReadingAhead(reader, wanted, cached_only)
+    ahead = _ReadingAhead(reader, wanted, spare_cache)
     try:
         yield ahead.each(len(paths))
     finally:
@@ -131,8 +131,8 @@ class _ReadingAhead:
     """The thread reading the directories `wanted` (by their index among the caller's paths), a batch at a
     time, at most AHEAD_BATCHES batches ahead of `each`."""
 
-    def __init__(self, reader: _Extension, wanted: list[tuple[int, bytes]], cached_only: bool) -> None:
-        self.reader, self.wanted, self.cached_only = reader, wanted, cached_only
+    def __init__(self, reader: _Extension, wanted: list[tuple[int, bytes]], spare_cache: bool) -> None:
+        self.reader, self.wanted, self.spare_cache = reader, wanted, spare_cache
         self.batches: queue.Queue[list[tuple[int, Ahead | None]]] = queue.Queue(maxsize=AHEAD_BATCHES)
         self.stopping = threading.Event()
         self.thread = threading.Thread(target=self._run, name="logtool-read-ahead", daemon=True)
@@ -147,7 +147,7 @@ class _ReadingAhead:
     def _run(self) -> None:
         start, size = 0, min(FIRST_BATCH, BATCH)
         while start < len(self.wanted):
-            if not self._hand_over(_read_batch(self.reader, self.wanted[start:start + size], self.cached_only)):
+            if not self._hand_over(_read_batch(self.reader, self.wanted[start:start + size], self.spare_cache)):
                 return
             start, size = start + size, min(2 * size, BATCH)
 
@@ -180,10 +180,10 @@ class _ReadingAhead:
         sys.setswitchinterval(self.interval)
 
 
-def _read_batch(reader: _Extension, batch: list[tuple[int, bytes]], cached_only: bool) \
+def _read_batch(reader: _Extension, batch: list[tuple[int, bytes]], spare_cache: bool) \
         -> list[tuple[int, Ahead | None]]:
     try:
-        answers = reader.read_dirs([p for _, p in batch], READ_BELOW, BATCH_BYTES, cached_only)
+        answers = reader.read_dirs([p for _, p in batch], READ_BELOW, BATCH_BYTES, spare_cache)
         return [(i, _ahead(a)) for (i, _), a in zip(batch, answers)]
     except Exception:  # (no memory for the batch): the checks read these as they would have, and find the same
         return [(i, None) for i, _ in batch]

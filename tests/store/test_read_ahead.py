@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -144,31 +149,75 @@ def _cold(path: Path) -> None:
         os.close(fd)
 
 
-def test_sparing_the_page_cache_reads_ahead_only_what_it_holds_whole(tmp_path):
-    """Under a policy that spares the page cache the reader reads a file only when every page of it is cached
-    (so that its read brings none in), as the probe of store/residency.py sees it; the others are left to the
-    checks, which probe them and give back what they bring in."""
-    from logtool.store.residency import PAGE, residency
+def _cached(path: Path) -> bool:
+    """Whether the page cache holds every page of the file, as the probe of store/residency.py sees it."""
+    from logtool.store.residency import residency
 
-    for name in ("cold", "warm", "cold-too"):
-        (tmp_path / name).write_bytes(os.urandom(5 * PAGE + 100))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return 0 not in residency(fd, 0, path.stat().st_size)
+    finally:
+        os.close(fd)
+
+
+def test_sparing_the_page_cache_reads_every_file_and_leaves_the_cache_as_it_was(tmp_path):
+    """Under a policy that spares the page cache the reader reads a file the page cache holds whole as it is,
+    and any other after probing its residency, giving back the pages its read brought in."""
+    from logtool.store.residency import PAGE
+
+    files = {name: os.urandom(5 * PAGE + 100) for name in ("cold", "warm", "cold-too")}
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
     for name in ("cold", "cold-too"):
         _cold(tmp_path / name)
-
-    def cached(name: str) -> bool:
-        fd = os.open(tmp_path / name, os.O_RDONLY)
-        try:
-            return 0 not in residency(fd, 0, (tmp_path / name).stat().st_size)
-        finally:
-            os.close(fd)
-
-    expected = {name for name in ("cold", "warm", "cold-too") if cached(name)}
-    assert "warm" in expected
+    before = {name: _cached(tmp_path / name) for name in files}
+    assert before == {"cold": False, "warm": True, "cold-too": False}
     [(_, _, contents)] = READER.read_dirs([os.fsencode(tmp_path)], READ_BELOW, 1 << 20, True)
-    assert set(contents) == expected
-    assert all(not cached(name) for name in {"cold", "cold-too"} - expected)  # the reader brought nothing in
+    assert {name: read[0] for name, read in contents.items()} == files
+    assert {name: _cached(tmp_path / name) for name in files} == before
     [(_, _, everything)] = READER.read_dirs([os.fsencode(tmp_path)], READ_BELOW, 1 << 20, False)
-    assert set(everything) == {"cold", "warm", "cold-too"}
+    assert set(everything) == set(files)
+    assert _cached(tmp_path / "cold")  # without sparing, a read leaves its pages
+
+
+@pytest.fixture
+def shared_dir() -> Iterator[Path]:
+    """A directory any user may list, outside pytest's own (which only its owner may enter)."""
+    path = Path(tempfile.mkdtemp(prefix="logtool-shared-"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path)
+
+
+@pytest.mark.root
+def test_sparing_the_page_cache_leaves_to_the_checks_a_file_whose_residency_it_cannot_see(shared_dir):
+    """Linux shows a file's residency only to its owner or to a process that may write it: for anyone else the
+    reader could not tell what its read brought in, so it leaves the file to the checks (which read a file only
+    where they need it, keeping its pages). Without sparing, it reads it."""
+    from logtool.store.residency import PAGE
+
+    for name in ("cold", "warm"):
+        (shared_dir / name).write_bytes(os.urandom(5 * PAGE + 100))
+        (shared_dir / name).chmod(0o444)
+    _cold(shared_dir / "cold")
+    assert not _cached(shared_dir / "cold") and _cached(shared_dir / "warm")
+    probe = ("import os, sys\n"
+             "from logtool.store._dirread import read_dirs\n"
+             "[(_, _, read)] = read_dirs([os.fsencode(sys.argv[1])], 1 << 20, 1 << 20, sys.argv[2] == 'spare')\n"
+             "print(' '.join(sorted(read)))\n")
+
+    def as_nobody(spare: str) -> list[str]:
+        p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c",
+                            probe, str(shared_dir), spare], capture_output=True, text=True, timeout=60, cwd=ROOT)
+        assert p.returncode == 0, p.stderr
+        return p.stdout.split()
+
+    # ("warm" is left too where the kernel refuses another user's cachestat, as recent kernels do.)
+    assert "cold" not in as_nobody("spare")
+    assert not _cached(shared_dir / "cold")
+    assert as_nobody("plain") == ["cold", "warm"]
 
 
 def test_a_fleet_checked_sparing_the_page_cache_reports_the_same_with_and_without_read_ahead(tmp_path, monkeypatch,
@@ -261,7 +310,7 @@ def test_a_thread_that_dies_leaves_the_rest_to_the_checks(tmp_path, monkeypatch)
         dirs.append(tmp_path / str(i))
     calls = []
 
-    def dying(reader, batch, cached_only):
+    def dying(reader, batch, spare_cache):
         calls.append(batch)
         if len(calls) > 1:
             raise RuntimeError("a defect in the thread")
