@@ -11,7 +11,7 @@ from logtool.recovery.index_rebuild import IndexRebuild
 from logtool.recovery.restore import Restored
 from logtool.recovery.truncate import Truncated
 from logtool.recovery.truncate_plan import Action, ActionKind, PartitionPlan
-from logtool.render.text import Screen, console, glued
+from logtool.render.text import Lines, console, glued, print_lines
 
 _ACTION_HANG = 12  # an action's continuation lines start under its file names
 _NOTE_HANG = 8  # a note's, under its text
@@ -56,13 +56,13 @@ def _line(a: Action) -> str:
     return f"  [yellow]{a.action}[/]: {escape(a.detail)}"
 
 
-def _action(out: Screen, a: Action) -> None:
+def _action(out: Lines, a: Action) -> None:
     out.print(_line(a), hang=_ACTION_HANG)
     if a.action is ActionKind.TRUNCATE:
         out.print(f"            because {escape(a.detail)}", hang=_ACTION_HANG + len("because "))
 
 
-def _partition(out: Screen, p: PartitionPlan, applied: bool) -> None:
+def _partition(out: Lines, p: PartitionPlan, applied: bool) -> None:
     if not p.changes:
         end = "no segments" if p.log_end_before is None else f"log end offset {p.log_end_before}"
         out.print(f"[bold]{_name(p.partition)}[/]: nothing to repair ({end})")
@@ -81,7 +81,7 @@ def _partition(out: Screen, p: PartitionPlan, applied: bool) -> None:
 
 
 def render_repair(done: Truncated) -> None:
-    out, plan, applied = console(), done.plan, done.applied is not None
+    out, plan, applied = Lines(console()), done.plan, done.applied is not None
     for p in plan.partitions:
         _partition(out, p, applied)
     for log_dir, a in plan.log_dir_actions:
@@ -100,6 +100,7 @@ def render_repair(done: Truncated) -> None:
     else:
         out.print(f"{len(pending)} of {len(plan.partitions)} partition(s) to repair{own}: {leaving}; "
                   f"run again with --apply to carry it out")
+    out.flush()
 
 
 def _leaving(bytes_leaving: int, records: int, applied: bool) -> str:
@@ -109,16 +110,14 @@ def _leaving(bytes_leaving: int, records: int, applied: bool) -> str:
 
 
 def render_restored(done: Restored) -> None:
-    out = console()
     if done.already:
-        out.print(f"{_name(done.run.path)} is already restored; nothing to do")
+        console().print(f"{_name(done.run.path)} is already restored; nothing to do")
         return
-    for f in done.files():
-        out.print(f"{'already ' if f['by_earlier_restore'] else ''}{f['done']} {_name(f['file'])}")
+    print_lines(f"{'already ' if f['by_earlier_restore'] else ''}{f['done']} {_name(f['file'])}" for f in done.files())
 
 
 def render_index_rebuild(outcome: IndexRebuild) -> None:
-    out, applied = console(), outcome.applied
+    out, applied = Lines(console()), outcome.applied
     for p in outcome.plans:
         pending = p.pending
         partition = escape(glued(str(p.partition)))
@@ -142,3 +141,4 @@ def render_index_rebuild(outcome: IndexRebuild) -> None:
         for name in p.overflow:
             out.print(f"  [red]{name}[/]: holds offsets more than 2^31-1 past its base (LT112 OFFSET_OVERFLOW), "
                       "which no index can hold; Kafka splits such a segment at load: its indexes are left as they are")
+    out.flush()

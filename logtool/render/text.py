@@ -177,7 +177,7 @@ def _status(status: str) -> str:
     return f"[{_STATUS_STYLE.get(status, 'yellow')}]{status}[/]"
 
 
-class _Lines:
+class Lines:
     """Lines of markup printed a few hundred at a time: one `Console.print` per line is a large share of a
     verify of thousands of small partitions (bench/results/kernel.md). Lines that stay whole are parsed as
     one markup text."""
@@ -246,7 +246,7 @@ def _plain(markup: str) -> str | None:
 def print_lines(lines: Iterable[str]) -> None:
     """Lines of markup printed as `Screen.print` prints each (wrapped on a terminal, else whole), a few
     hundred at a time."""
-    out = _Lines(console())
+    out = Lines(console())
     for line in lines:
         out.print(line)
     out.flush()
@@ -261,7 +261,7 @@ def render_verify(report: Report, show_info: bool) -> None:
 
 
 def _render_verify(report: Report, show_info: bool) -> None:
-    out = _Lines(console())
+    out = Lines(console())
     for d in report.log_dirs:
         meta = ", ".join(f"{k}={v}" for k, v in d.meta.items() if k in ("cluster.id", "node.id", "broker.id"))
         out.print(f"[bold]log dir[/] {escape(glued(d.path))}" + (f" ({escape(meta)})" if meta else ""))

@@ -240,8 +240,8 @@ def _printed(lines: list[str], plain: bool, monkeypatch) -> str:
     with monkeypatch.context() as m:
         m.setattr(sys, "stdout", out)
         if not plain:
-            m.setattr(text._Lines, "_write_plain", lambda self, markup: False)
-        printer = text._Lines(text.console())
+            m.setattr(text.Lines, "_write_plain", lambda self, markup: False)
+        printer = text.Lines(text.console())
         for line in lines:
             printer.print(line, text.FINDING_HANG)
         printer.flush()
@@ -272,7 +272,7 @@ def test_verify_prints_the_same_lines_without_rich(log_dir, capsys, monkeypatch)
     from logtool.render import text
     (log_dir / "small-1" / "00000000000000000000.timeindex").unlink()  # a finding line too
     _rc, fast_out = _verify(capsys, "verify", "--show-info", log_dir)
-    monkeypatch.setattr(text._Lines, "_write_plain", lambda self, markup: False)
+    monkeypatch.setattr(text.Lines, "_write_plain", lambda self, markup: False)
     _rc, rich_out = _verify(capsys, "verify", "--show-info", log_dir)
     assert fast_out == rich_out and "TIMEINDEX_MISSING" in fast_out
 
