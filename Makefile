@@ -33,12 +33,16 @@ demo: $(CORE)  # exit 4 from either: problems found, as the demo intends (its sa
 # minutes. `make test` (CI): everything. Extra pytest arguments: make check PYTEST_ARGS='-x -k dump'.
 FAST := not slow and not spark and not cluster and not crash$(if $(filter 0,$(shell id -u)),, and not root)
 PYTEST_ARGS ?=
+# Test files run on TEST_JOBS workers at once (pytest-xdist), each file whole on one worker, in the order
+# tests/conftest.py gives them: CI's whole suite takes under 30 minutes on two cores. TEST_JOBS=0: one process.
+TEST_JOBS ?= 2
+XDIST := -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder
 
 check: $(STAMP)
-	$(BIN)/python -m pytest -m "$(FAST)" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "$(FAST)" $(XDIST) $(PYTEST_ARGS)
 
 test: $(STAMP) lint
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # Types (mypy, configured in pyproject.toml: strict for format/, store/, recovery/) and lint (ruff): part of
 # `make test`, so CI holds them; quick enough to run before each commit beside `make check`.

@@ -137,3 +137,11 @@ def pytest_collection_modifyitems(config, items):
         for case in cases:
             if case not in kept:
                 case.add_marker(pytest.mark.slow)
+    # Files with a Spark cluster, then files with a Spark session, first: `make test` runs files on two workers
+    # (pytest-xdist, --dist loadfile, in this order), and these are the longest, mostly waiting on JVMs and
+    # lost executors; started last, one would run alone at the end. Within a file the order stays.
+    rank = {}
+    for item in items:
+        here = 0 if item.get_closest_marker("cluster") else 1 if item.get_closest_marker("spark") else 2
+        rank[item.path] = min(rank.get(item.path, 2), here)
+    items.sort(key=lambda item: rank[item.path])

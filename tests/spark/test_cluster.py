@@ -231,8 +231,9 @@ def test_a_worker_killed_during_the_checks_changes_nothing(cluster, brokers, loc
     paths = [*brokers, *shared_paths()]
     victim = WORKERS[1]
     earlier = set((cluster.root / f"work-{victim}").glob("app-*"))
+    # About 130 tasks: many still to run when the worker goes (675 of 4 MB took 100 s on the one core left)
     proc = subprocess.Popen([str(LOGTOOL), "audit", "--master", cluster.url, *map(str, paths), "-o", str(out),
-                             "--format", "json", "--task-bytes", "4000000"], stdout=subprocess.PIPE,
+                             "--format", "json", "--task-bytes", "20000000"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd="/")
     deadline = time.monotonic() + 300
     while not _checking_on(cluster.root / f"work-{victim}", earlier):  # a check task has started there
@@ -242,14 +243,16 @@ def test_a_worker_killed_during_the_checks_changes_nothing(cluster, brokers, loc
     stdout, stderr = proc.communicate(timeout=600)
     assert "Traceback" not in stderr, stderr[-3000:]
     summary = json.loads(stdout)
-    docs = _verify(paths)
-    assert summary["partitions"] == sum(len(d["partitions"]) for d in docs) > 1500
+    # One verify of every PATH (one run each took 15-20 s): the same report of each, but verify holds the log
+    # dirs it is given as one broker's against each other (META_PROPERTIES_MISMATCH, LT514), and the audit
+    # holds log dirs of one node id against each other: the shared fixtures come from many clusters whose
+    # brokers share node ids. A verify of each PATH alone reports no LT514 here.
+    doc = json.loads(run_logtool("verify", "--format", "json", *map(str, paths)).stdout)
+    assert summary["partitions"] == len(doc["partitions"]) > 1500
     rows = local_spark.read.parquet(str(out / "findings")).collect()
-    # The audit holds log dirs of one node id against each other (META_PROPERTIES_MISMATCH): the shared
-    # fixtures come from many clusters whose brokers share node ids, which verify, one PATH at a time, never sees.
     found = sorted(((r.path, r.code, r.file, r.position, r.log_offset, r.message) for r in rows
                     if r.name != "META_PROPERTIES_MISMATCH"), key=repr)
-    assert found == _verify_rows(docs)
+    assert found == [row for row in _verify_rows([doc]) if row[1] != "LT514"]
     assert {r.scope for r in rows if r.name == "META_PROPERTIES_MISMATCH"} <= {"log_dir"}
 
 
