@@ -237,11 +237,44 @@ def _stretch(views: Iterator[BatchView], start: int, counter: RecordCounter) -> 
 def plan_partition(part: Partition, strict: bool, interval: int, excise: bool = False) -> PartitionPlan:
     counter = RecordCounter()
     rep, fed = _check_for_plan(part, interval, counter)
+    plan, planned = _plan_log(part, rep, counter, strict, excise)
+    if planned is None:
+        return plan
+    segs, cuts, kept, pieces = planned
+    if excise:
+        kept.update({s.file: s.size for s in segs if s.file not in kept})
+    _plan_indexes(part, plan, segs, cuts, kept, fed, interval)
+    for seg, r in pieces:
+        _plan_piece_indexes(seg, r, plan, interval)
+    _plan_side_files(part, plan)
+    if not strict:
+        _note_left_for_strict(plan, segs)
+    return plan
+
+
+def plan_log_loss(part: Partition) -> PartitionPlan:
+    """What Kafka's recovery takes out of the partition's log: `plan_partition`'s segment actions and numbers
+    (the cut, the segments deleted, the valid records dropped, the log end offsets), without the index and
+    side-file actions a repair adds, and so without the walk that works out the indexes (most of a damaged
+    partition's cost to verify's verdict). Not a plan to carry out."""
+    counter = RecordCounter()
+    plan, _ = _plan_log(part, check_partition(part, deep=False, lens=counter), counter, False, False)
+    return plan
+
+
+_Planned = tuple[list[SegmentReport], dict[int, tuple[int, Finding]], dict[str, int], list[tuple[Segment, Stretch]]]
+
+
+def _plan_log(part: Partition, rep: PartitionReport, counter: RecordCounter, strict: bool,
+              excise: bool) -> tuple[PartitionPlan, _Planned | None]:
+    """The plan's segment actions from the partition's checks (`rep`, its records counted by `counter`), and
+    what the index actions are worked out from: (segments, cuts, bytes kept of each file, split-off pieces);
+    None when nothing is planned (a file unreadable, or no segment)."""
     plan = PartitionPlan(part.path, excise=excise)
     plan.unreadable = [f.message for f in rep.all_findings() if f.kind.operational]
     segs = rep.segments
     if plan.unreadable or not segs:
-        return plan
+        return plan, None
     plan.log_start = segs[0].base_offset
     plan.log_end_before = rep.facts.log_end if rep.facts else None
     counts = _counts_by_segment(counter.counts, segs)
@@ -254,15 +287,7 @@ def plan_partition(part: Partition, strict: bool, interval: int, excise: bool = 
     kept, pieces = _plan_segments(part, plan, segs, counts, cuts, salvage)
     plan.log_end_after = _log_end(segs, kept, cuts, part, pieces)
     _note_dropped(plan)
-    if excise:
-        kept.update({s.file: s.size for s in segs if s.file not in kept})
-    _plan_indexes(part, plan, segs, cuts, kept, fed, interval)
-    for seg, r in pieces:
-        _plan_piece_indexes(seg, r, plan, interval)
-    _plan_side_files(part, plan)
-    if not strict:
-        _note_left_for_strict(plan, segs)
-    return plan
+    return plan, (segs, cuts, kept, pieces)
 
 
 def _check_for_plan(part: Partition, interval: int,

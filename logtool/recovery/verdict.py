@@ -223,12 +223,11 @@ def _plan(directory: Path, reading: ReadPolicy | None) -> PartitionPlan | None:
     """Kafka's recovery of the partition as the truncate planner works it out; None when a file is unreadable."""
     # Imported here: the planner is a large share of a verify's start, and only a partition whose recovery
     # cuts needs it.
-    from logtool.recovery.truncate_plan import plan_partition
-    from logtool.rules.expected_index import DEFAULT_INDEX_INTERVAL_BYTES
+    from logtool.recovery.truncate_plan import plan_log_loss
     try:
         part = Partition.from_dir(directory).read_under(reading)
         try:
-            plan = plan_partition(part, False, DEFAULT_INDEX_INTERVAL_BYTES)
+            plan = plan_log_loss(part)
         finally:
             part.close()
     except OSError:

@@ -150,3 +150,34 @@ def test_plan_numbers_are_what_apply_moves(case, flags, case_copy, tmp_path_fact
     if twin is not None:  # and both plans count them alike
         [other] = json.loads(twin.stdout)["partitions"]
         assert {k: other[k] for k in KAFKA_KEYS} == {k: part[k] for k in KAFKA_KEYS}
+
+
+def test_the_verdicts_short_plan_is_the_plans_log_part(case_copy):
+    """verify's verdict works out a damaged partition's loss with `plan_log_loss`, which leaves out the index
+    and side-file actions and the walk they need: its segment actions and numbers are `plan_partition`'s,
+    for every Kafka-written case (damaged or not), the first segment damaged, and the sample's torn clicks-2."""
+    from conftest import ROOT, kafka_case
+
+    from logtool.recovery.truncate_plan import ActionKind, plan_log_loss, plan_partition
+    from logtool.rules.expected_index import DEFAULT_INDEX_INTERVAL_BYTES
+    from logtool.store.partition import Partition
+
+    log_part = (ActionKind.KEEP, ActionKind.TRUNCATE, ActionKind.QUARANTINE_SEGMENT)
+    cases = sorted(p.name for p in KAFKA_WRITTEN.iterdir() if (p / "expected.json").is_file())
+    dirs = [kafka_case(c) for c in cases] + [writable_copy(FIRST, case_copy), ROOT / "fixtures/sample-logdir/clicks-2"]
+    cut = 0
+    for pdir in dirs:
+        plans = []
+        for plan_of in (plan_log_loss, lambda p: plan_partition(p, False, DEFAULT_INDEX_INTERVAL_BYTES)):
+            part = Partition.from_dir(pdir)
+            try:
+                plan = plan_of(part)
+            finally:
+                part.close()
+            plans.append((plan.log_start, plan.log_end_before, plan.log_end_as_written, plan.log_end_after,
+                          plan.bytes_leaving, plan.records_leaving, plan.valid_records_dropped,
+                          plan.valid_records_dropped_by_kafka, plan.cause, plan.unreadable,
+                          [a for a in plan.actions if a.action in log_part]))
+        assert plans[0] == plans[1], pdir
+        cut += plans[0][4] > 0
+    assert cut >= 10  # most of them cut: the comparison covers the cuts, not only logs kept whole
