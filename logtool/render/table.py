@@ -3,6 +3,7 @@ is are never shortened; the others are shown whole, most useful first, while the
 out are named under the table."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from rich.cells import cell_len
@@ -18,6 +19,9 @@ PIECE_ROWS = 1000
 _MARKUP = ("[", ":")  # what makes a cell more than its plain text: rich's markup tags and emoji codes
 _BAR = Segment("│")  # the body rows' outer and inner borders, as rich's default box (HEAVY_HEAD) draws them
 _NEW_LINE = Segment.line()
+# What rich's table strips from a cell, expands (a tab) or breaks a row at (a line break): a table with such a
+# cell (a path with a control character in it) is drawn by rich itself, whatever it costs.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +50,11 @@ def print_fitted(out: Console, columns: list[Column], rows: list[list[str]]) -> 
         for start in range(0, len(rows), PIECE_ROWS):
             out.print("\n".join("  ".join(r[i] for i in order) for r in rows[start:start + PIECE_ROWS]))
     else:
-        _print_table(out, cells, [(columns[i].header, natural[i]) for i in order],
-                     [[r[i] for i in order] for r in rows])
+        widths, shown_rows = [(columns[i].header, natural[i]) for i in order], [[r[i] for i in order] for r in rows]
+        if any(_CONTROL.search(cell) for r in shown_rows for cell in r):
+            _print_rich_table(out, widths, shown_rows)
+        else:
+            _print_table(out, cells, widths, shown_rows)
     left_out = [c.header for i, c in enumerate(columns) if i not in shown]
     if left_out:
         out.print(f"[dim](not shown at {out.width} columns: {', '.join(left_out)}; a wider terminal or "
@@ -98,3 +105,20 @@ def _print_table(out: Console, cells: _Cells, columns: list[tuple[str, int]], ro
             piece.append(_NEW_LINE)
         out.print(Segments(piece), end="")
     out.print(Segments(bottom), end="")
+
+
+def _print_rich_table(out: Console, columns: list[tuple[str, int]], rows: list[list[str]]) -> None:
+    """The table drawn by rich, PIECE_ROWS rows at a time: the first piece has the header, and each piece
+    leaves out the border the next one would repeat."""
+    for start in range(0, len(rows), PIECE_ROWS):
+        table = Table(show_lines=False, show_header=start == 0)
+        for header, width in columns:
+            table.add_column(header, no_wrap=True, min_width=width)
+        for r in rows[start:start + PIECE_ROWS]:
+            table.add_row(*r)
+        lines = out.render_lines(table, pad=False, new_lines=True)
+        if start > 0:
+            lines = lines[1:]  # the top border: the table goes on from the piece above
+        if start + PIECE_ROWS < len(rows):
+            lines = lines[:-1]  # the bottom border: the piece below goes on
+        out.print(Segments([s for line in lines for s in line]), end="")

@@ -79,3 +79,15 @@ def test_columns_that_do_not_fit_are_left_out_and_named():
     shown = [Column("partition"), Column("status"), Column("offsets", 1)]
     assert text == _rich(shown, [[r[0], r[1], r[3]] for r in rows], 50, False) + \
         "(not shown at 50 columns: timestamps; a wider terminal or --format json shows them)\n"
+
+
+@pytest.mark.parametrize("colour", [False, True], ids=["plain", "colour"])
+def test_a_cell_with_a_control_character_is_drawn_as_richs_own_too(colour):
+    """rich strips a bell or a carriage return from a cell, expands a tab and breaks the row at a line
+    break: a path holding one is drawn as rich draws it, never written to the terminal as it is."""
+    columns = [Column("partition"), Column("status")]
+    for odd in ["cr\rx-0", "tab\tx-0", "bell\x07-0", "two\nlines-0", "esc\x1bx-0"]:
+        rows = [["orders-0", "[green]ok[/]"], [odd, "[red]damaged[/]"], *[[f"t-{i}", "ok"] for i in range(PIECE_ROWS)]]
+        ours, theirs = _ours(columns, rows, 120, colour), _rich(columns, rows, 120, colour)
+        assert (_looks(ours) == _looks(theirs)) if colour else (ours == theirs), repr(odd)
+        assert "\r" not in ours and "\x07" not in ours and "\t" not in ours
