@@ -111,9 +111,29 @@ def live_executor_hosts(sc: "SparkContext") -> list[str]:
     return sorted(hosts)
 
 
+def lost_worker_hosts(sc: "SparkContext") -> set[str]:
+    """The hosts whose last executor was removed because the worker that ran it was lost (a standalone
+    master says so: "worker lost: ..."): nothing there starts an executor again. An executor that merely
+    exited (killed, out of memory) is started again by its worker, so its host is not among these."""
+    last: dict[str, tuple[bool, str]] = {}  # host: (active, why its last removed executor went)
+    it = sc._jsc.sc().statusStore().executorList(False).iterator()  # the dead ones too
+    while it.hasNext():
+        e = it.next()
+        if e.id() == "driver":
+            continue
+        host = e.hostPort().rsplit(":", 1)[0]
+        active, why = last.get(host, (False, ""))
+        if e.isActive():
+            active = True
+        elif e.removeReason().isDefined():
+            why = str(e.removeReason().get())
+        last[host] = (active, why)
+    return {host for host, (active, why) in last.items() if not active and why.startswith("worker lost")}
+
+
 def resolve(sc: "SparkContext", asked: Sequence[str], wait: float = EXECUTOR_WAIT) -> dict[str, str | None]:
     """For each HOST asked, the host of a live executor there (None: there is none), waiting up to `wait`
-    seconds for missing ones to register."""
+    seconds for missing ones to register, but not for a host whose worker was lost."""
     local = is_local(sc)
     deadline = time.monotonic() + wait
     while True:
@@ -124,7 +144,11 @@ def resolve(sc: "SparkContext", asked: Sequence[str], wait: float = EXECUTOR_WAI
                 found[a] = hosts[0] if hosts and _this_machine(a) else None
             else:
                 found[a] = next((h for h in hosts if same_host(a, h)), None)
-        if local or all(found.values()) or time.monotonic() >= deadline:
+        missing = [a for a, h in found.items() if h is None]
+        if local or not missing or time.monotonic() >= deadline:
+            return found
+        lost = lost_worker_hosts(sc)
+        if all(any(same_host(a, h) for h in lost) for a in missing):
             return found
         time.sleep(0.5)
 

@@ -21,7 +21,8 @@ STALLED_ROUNDS = 3
 def repin(sc: "SparkContext", back: Sequence[T], pin_of: Callable[[T], Pin], stalled: int,
           wait: float = EXECUTOR_WAIT) -> tuple[list[T], list[tuple[T, str]]]:
     """Of the items whose task ran off their host: those to run again on it, and those not to audit, with
-    why. A host without a live executor is waited for up to `wait` seconds (a worker may restart it)."""
+    why. A host without a live executor is waited for up to `wait` seconds (a worker may restart it), unless
+    its worker was lost."""
     live = resolve(sc, sorted({pin_of(x).executor for x in back}), wait) if back else {}
     again: list[T] = []
     gone: list[tuple[T, str]] = []
