@@ -29,7 +29,7 @@ from logtool.checks.logdir_set import check_log_dir_sets_by_node
 from logtool.spark.divergence import divergence
 from logtool.spark.hosts import Pin, gateway, located, pinned, resolve
 from logtool.spark.listing import Listing, list_path, not_audited, path_key
-from logtool.spark.outcome import blob, gathered, lost_rows, merged_rows, partition_path, unit_rows
+from logtool.spark.outcome import blob, gathered, lost_rows, merged_rows, unit_rows
 from logtool.spark.progress import job_progress
 from logtool.spark.rounds import progress_made, repin
 from logtool.spark.rows import (BATCH, FINDING, FINDINGS, JUDGED, MISPLACED, PARTITION, PIECE, TAGGED, TALLY,
@@ -278,14 +278,15 @@ def _check(spark: SparkSession, units: list[Unit], settings: Settings,
         stalled = progress_made(len(pending), len(back), stalled)
         pending, gone = repin(sc, back, _unit_pin, stalled)
         if gone:  # their rows made on executors too: a lost host's partitions may be many
-            lost = sc.parallelize(gone, len(gone)).flatMap(lost_rows)
+            lost = sc.parallelize(gone, min(len(gone), TASKS_PER_CORE * sc.defaultParallelism)).flatMap(lost_rows)
             rounds.append(_tagged(spark, lost))
     # No unit at all (no PATH could be listed): an empty table, whose rows are the listing's findings only.
     checked = reduce(DataFrame.unionByName, rounds) if rounds else spark.createDataFrame([], TAGGED)
     if not split_any:
         return [*rounds, checked]
-    joined = (_kind(checked, PIECE).select("blob").rdd.map(blob).keyBy(partition_path).groupByKey().values()
-              .mapPartitions(partial(merged_rows, settings)))
+    # Grouped in the JVM by their key: a Python worker sees the pieces of the partitions it joins only.
+    pieces = _kind(checked, PIECE).groupBy("key").agg(F.collect_list("blob").alias("pieces"))
+    joined = pieces.rdd.mapPartitions(partial(merged_rows, settings))
     whole = checked.filter(checked.kind != PIECE).unionByName(_tagged(spark, joined)).persist(keep)
     return [*rounds, whole]
 

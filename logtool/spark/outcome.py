@@ -49,20 +49,21 @@ def checked_rows(outcomes: Iterable[Checked | Unit], reading: ReadPolicy | None 
     tally = Tally()
     for c in outcomes:
         if isinstance(c, Unit):
-            yield (MISPLACED, None, None, None, pickle.dumps(c, pickle.HIGHEST_PROTOCOL))
+            yield (MISPLACED, None, None, None, pickle.dumps(c, pickle.HIGHEST_PROTOCOL), None)
         elif c.item.piece is None:
             yield from _rows(c, tally, reading)
         else:
-            yield (PIECE, None, None, None, pickle.dumps(c, pickle.HIGHEST_PROTOCOL))
-    yield (TALLY, None, None, None, pickle.dumps(tally, pickle.HIGHEST_PROTOCOL))
+            yield (PIECE, None, None, None, pickle.dumps(c, pickle.HIGHEST_PROTOCOL), partition_path(c))
+    yield (TALLY, None, None, None, pickle.dumps(tally, pickle.HIGHEST_PROTOCOL), None)
 
 
-def merged_rows(settings: Settings, partitions: Iterable[Iterable[Checked]]) -> Iterator[tuple]:
-    """The tagged rows of split partitions, each given as its pieces."""
+def merged_rows(settings: Settings, partitions: Iterable[Any]) -> Iterator[tuple]:
+    """The tagged rows of split partitions, each given as the list of its pickled pieces (`pieces`)."""
     tally, reading = Tally(), settings.read_policy()
-    for pieces in partitions:
+    for partition in partitions:
+        pieces = (pickle.loads(b) for b in partition.pieces)
         yield from _rows(merge(pieces, settings.transaction_timeout_ms), tally, reading)
-    yield (TALLY, None, None, None, pickle.dumps(tally, pickle.HIGHEST_PROTOCOL))
+    yield (TALLY, None, None, None, pickle.dumps(tally, pickle.HIGHEST_PROTOCOL), None)
 
 
 def gathered(rows: Iterable[Any]) -> Iterator[tuple[str, bytes]]:
@@ -88,12 +89,12 @@ def _rows(c: Checked, tally: Tally, reading: ReadPolicy | None) -> Iterator[tupl
     row = partition_row(c)
     tally.add(c, row)
     if c.judged.matters:
-        yield (JUDGED, None, None, None, pickle.dumps((c.item.log_dir, c.judged), pickle.HIGHEST_PROTOCOL))
+        yield (JUDGED, None, None, None, pickle.dumps((c.item.log_dir, c.judged), pickle.HIGHEST_PROTOCOL), None)
     for finding in checked_findings(c):
-        yield (FINDING, finding, None, None, None)
-    yield (PARTITION, None, row, None, None)
+        yield (FINDING, finding, None, None, None, None)
+    yield (PARTITION, None, row, None, None, None)
     for batch in batch_rows(c):
-        yield (BATCH, None, None, batch, None)
+        yield (BATCH, None, None, batch, None, None)
 
 
 def _judged(c: Checked, reading: ReadPolicy | None) -> Judged:
@@ -111,6 +112,5 @@ def blob(row: Any) -> Any:
 
 
 def partition_path(c: Checked) -> str:
-    """The key the pieces of one partition are grouped by (here, not in the driver: executors unpickle it,
-    and importing the driver's module would pull its progress display into every executor)."""
+    """The key the pieces of one partition are grouped by (rows.TAGGED's `key`)."""
     return named(c.item.pin, str(c.item.target.path))

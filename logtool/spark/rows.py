@@ -58,10 +58,11 @@ BLOCK_OUTCOME = _schema(("cluster_id", S), ("topic", S), ("partition", I), ("par
 # What the check tasks send back, one kind of row each (a row of one of the tables above, or a pickled Python
 # value), so that all of it is computed once and cached in the JVM, and every table is a filter of it.
 TAGGED = _schema(("kind", S), ("finding", FINDINGS), ("partition", PARTITIONS), ("batch", BATCHES),
-                 ("blob", BinaryType()))
+                 ("blob", BinaryType()), ("key", S))
 FINDING, PARTITION, BATCH = "finding", "partition", "batch"
 # blob: a piece of a split partition (a `Checked`), a task's `Tally`, (log dir, `Judged`) of a partition that
-# changes its log dir's verdict, a pinned unit (a `split.Unit`) whose task ran off its host
+# changes its log dir's verdict, a pinned unit (a `split.Unit`) whose task ran off its host. key: of a piece,
+# its partition (outcome.partition_path), which the JVM groups the pieces by without a Python worker
 PIECE, TALLY, JUDGED, MISPLACED = "piece", "tally", "judged", "misplaced"
 
 # One row per log dir: verify's verdict (its JSON fields, documented in the README), and the host that read it.

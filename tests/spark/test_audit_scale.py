@@ -13,8 +13,8 @@ from fixtures.fleet import TopicSpec, write_fleet
 from logtool.checks.engine import check_against_log_dir, check_target, found_report
 from logtool.spark.hosts import Pin
 from logtool.spark.listing import Listing, Sized, Targets, list_path, path_key
-from logtool.spark.outcome import checked_rows, lost_rows
-from logtool.spark.rows import FINDING, FINDINGS, JUDGED, MISPLACED, PARTITION, PARTITIONS, PIECE, TALLY
+from logtool.spark.outcome import checked_rows, lost_rows, partition_path
+from logtool.spark.rows import FINDING, FINDINGS, JUDGED, MISPLACED, PARTITION, PARTITIONS, PIECE, TAGGED, TALLY
 from logtool.spark.summary import Tally
 from logtool.spark.split import pieces, split, task_size, weight
 from logtool.spark.task import Settings, check_unit
@@ -216,7 +216,8 @@ def _rows_apart_from_times(rows: list[tuple]) -> list[tuple]:
             return partition, dataclasses.replace(pickle.loads(blob), seconds=0.0)
         return partition, None if kind == TALLY else blob
 
-    return [(kind, finding, *timeless(kind, partition, blob), batch) for kind, finding, partition, batch, blob in rows]
+    return [(kind, finding, *timeless(kind, partition, blob), batch, key)
+            for kind, finding, partition, batch, blob, key in rows]
 
 
 @pytest.mark.parametrize("spare_page_cache", [True, False])
@@ -243,3 +244,9 @@ def test_a_task_reads_its_partitions_ahead_and_sends_the_rows_it_sends_without(f
     assert ahead == reference
     code = FINDINGS.fieldNames().index("code")
     assert {r[1][code] for r in reference if r[0] == FINDING} >= {"LT506", "LT507"}  # (the torn one is in pieces)
+    # A piece carries its partition's key, which the JVM groups the pieces by; no other row has one.
+    raw = [r for u in units for r in checked_rows(check_unit(settings, u))]
+    key = TAGGED.fieldNames().index("key")
+    assert {r[key] for r in raw if r[0] != PIECE} == {None}
+    keys = [(r[key], partition_path(pickle.loads(r[4]))) for r in raw if r[0] == PIECE]
+    assert keys and all(k == path for k, path in keys) and len({k for k, _ in keys}) < len(keys)
