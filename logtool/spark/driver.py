@@ -34,7 +34,7 @@ from logtool.spark.progress import job_progress
 from logtool.spark.rounds import progress_made, repin
 from logtool.spark.rows import (BATCH, FINDING, FINDINGS, JUDGED, MISPLACED, PARTITION, PIECE, TAGGED, TALLY,
                                 SCHEMA_VERSION, VERDICTS, broker_of, listing_findings, verdict_row)
-from logtool.spark.session import preflight, ship
+from logtool.spark.session import preflight, ship, stop_if_interrupted
 from logtool.spark.split import TASKS_PER_CORE, Unit, split, task_size
 from logtool.spark.summary import Audited, Tally, divergence_summary
 from logtool.spark.task import Settings
@@ -64,8 +64,10 @@ def run_audit(spark: SparkSession, audit: Audit, startup_seconds: float | None =
     warming = _warm_up(spark, group)
     ship(spark)
     preflight(spark)
+    stop_if_interrupted()
     began = time.perf_counter()
     listings = _list(sc, audit.paths, f"{group}-listing")
+    stop_if_interrupted()
     log_dirs = [ld for listing in listings for ld in listing.report.log_dirs]
     check_log_dir_sets_by_node(log_dirs)
     # The driver deals the listings' columns out into the tasks' shares, then keeps only their log dirs.
@@ -85,6 +87,7 @@ def run_audit(spark: SparkSession, audit: Audit, startup_seconds: float | None =
         # The checks fill the cache every table below is read from.
         rows = _check(spark, units, audit.settings, checked)
         sent = _gather(rows[-1])
+    stop_if_interrupted()  # before any table is written
     counted = reduce(Tally.merge, (pickle.loads(b) for kind, b in sent if kind == TALLY), Tally())
     verdicts = fleet_verdicts(listings, (pickle.loads(b) for kind, b in sent if kind == JUDGED))
     checked_at = time.perf_counter()
@@ -206,6 +209,7 @@ def list_on_executors(sc: SparkContext, paths: list[tuple[str, Pin | None]], gro
         listed: dict[int, Listing] = {}
         pending, stalled = list(enumerate(paths)), 0
         while pending:
+            stop_if_interrupted()
             got = located(sc, [(work, work[1].executor if work[1] else None) for _, work in pending]) \
                 .map(listed_one).collect()
             listed |= {i: listing for (i, _), listing in zip(pending, got) if not listing.misplaced}
@@ -269,6 +273,7 @@ def _check(spark: SparkSession, units: list[Unit], settings: Settings,
     keep = StorageLevel.MEMORY_AND_DISK_2 if any(u.pin for u in units) else StorageLevel.MEMORY_AND_DISK
     pending, stalled = units, 0
     while pending:
+        stop_if_interrupted()
         # Units pinned to a host (HOST:PATH) go where their host is; the others anywhere.
         tasks = located(sc, [(u, u.host) for u in pending]) if any(u.pin for u in pending) else \
             sc.parallelize(pending, max(1, len(pending)))
