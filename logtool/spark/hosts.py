@@ -9,7 +9,7 @@ import os
 import re
 import socket
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -98,37 +98,42 @@ def gateway(sc: "SparkContext") -> Any:
     return jvm
 
 
+def _executors(sc: "SparkContext", active_only: bool) -> Iterator[Any]:
+    """The executors in Spark's status store (its ExecutorSummary objects), the dead ones too unless
+    `active_only`."""
+    it = sc._jsc.sc().statusStore().executorList(active_only).iterator()
+    while it.hasNext():
+        yield it.next()
+
+
+def _host_of(executor: Any) -> str:
+    return str(executor.hostPort()).rsplit(":", 1)[0]
+
+
 def live_executor_hosts(sc: "SparkContext") -> list[str]:
     """The hosts of the live executors (Spark's status store; the driver left out unless the master is
     local: then the driver is the executor)."""
     local = is_local(sc)
-    hosts = set()
-    it = sc._jsc.sc().statusStore().executorList(True).iterator()  # active ones only
-    while it.hasNext():
-        e = it.next()
-        if local or e.id() != "driver":
-            hosts.add(e.hostPort().rsplit(":", 1)[0])
-    return sorted(hosts)
+    return sorted({_host_of(e) for e in _executors(sc, active_only=True) if local or e.id() != "driver"})
 
 
 def lost_worker_hosts(sc: "SparkContext") -> set[str]:
     """The hosts whose last executor was removed because the worker that ran it was lost (a standalone
     master says so: "worker lost: ..."): nothing there starts an executor again. An executor that merely
     exited (killed, out of memory) is started again by its worker, so its host is not among these."""
-    last: dict[str, tuple[bool, str]] = {}  # host: (active, why its last removed executor went)
-    it = sc._jsc.sc().statusStore().executorList(False).iterator()  # the dead ones too
-    while it.hasNext():
-        e = it.next()
+    active: set[str] = set()
+    last: dict[str, tuple[int, str]] = {}  # host: (when its last removed executor went, why)
+    for e in _executors(sc, active_only=False):
         if e.id() == "driver":
             continue
-        host = e.hostPort().rsplit(":", 1)[0]
-        active, why = last.get(host, (False, ""))
+        host = _host_of(e)
         if e.isActive():
-            active = True
-        elif e.removeReason().isDefined():
-            why = str(e.removeReason().get())
-        last[host] = (active, why)
-    return {host for host, (active, why) in last.items() if not active and why.startswith("worker lost")}
+            active.add(host)
+        elif e.removeTime().isDefined() and e.removeReason().isDefined():
+            # By the time it went: the store lists executors by id, compared as strings ("10" before "2").
+            removed = (int(e.removeTime().get().getTime()), str(e.removeReason().get()))
+            last[host] = max(last.get(host, removed), removed)
+    return {host for host, (_, why) in last.items() if host not in active and why.startswith("worker lost")}
 
 
 def resolve(sc: "SparkContext", asked: Sequence[str], wait: float = EXECUTOR_WAIT) -> dict[str, str | None]:

@@ -18,20 +18,20 @@ EXITED = "Command exited with code 137"
 class _Option:
     """scala.Option as py4j hands it over."""
 
-    def __init__(self, value: str | None) -> None:
+    def __init__(self, value: object) -> None:
         self.value = value
 
     def isDefined(self) -> bool:  # noqa: N802 (the JVM's name)
         return self.value is not None
 
-    def get(self) -> str:
+    def get(self) -> object:
         assert self.value is not None
         return self.value
 
 
 class _Executor:
-    def __init__(self, ident: str, host: str, active: bool, why: str | None = None) -> None:
-        self.ident, self.host, self.active, self.why = ident, host, active, why
+    def __init__(self, ident: str, host: str, active: bool, why: str | None = None, removed_at: int = 0) -> None:
+        self.ident, self.host, self.active, self.why, self.removed_at = ident, host, active, why, removed_at
 
     def id(self) -> str:
         return self.ident
@@ -44,6 +44,9 @@ class _Executor:
 
     def removeReason(self) -> _Option:  # noqa: N802
         return _Option(None if self.active else self.why)
+
+    def removeTime(self) -> _Option:  # noqa: N802 (a java.util.Date)
+        return _Option(None if self.active else SimpleNamespace(getTime=lambda: self.removed_at))
 
 
 class _Iterator:
@@ -94,6 +97,16 @@ def test_a_host_is_lost_when_its_last_executor_went_with_its_worker():
         _Executor("4", "10.0.0.5", True),
     ])
     assert lost_worker_hosts(sc) == {"10.0.0.2"}
+
+
+def test_a_host_s_last_executor_is_the_last_removed_not_the_last_listed():
+    """The store lists executors by id as strings: "10" comes before "2"."""
+    worker_lost_then_exited = _Context([_Executor("10", "10.0.0.2", False, EXITED, removed_at=2_000),
+                                        _Executor("2", "10.0.0.2", False, WORKER_LOST, removed_at=1_000)])
+    assert lost_worker_hosts(worker_lost_then_exited) == set()
+    exited_then_worker_lost = _Context([_Executor("10", "10.0.0.2", False, WORKER_LOST, removed_at=2_000),
+                                        _Executor("2", "10.0.0.2", False, EXITED, removed_at=1_000)])
+    assert lost_worker_hosts(exited_then_worker_lost) == {"10.0.0.2"}
 
 
 @pytest.fixture
