@@ -13,7 +13,7 @@ from logtool.commands.common.options import (deep_option, epilog, fail_on_option
                                       spare_page_cache_option, transaction_timeout_option)
 from logtool.render.emit import emit
 from logtool.spark.hosts import LOCALITY_WAIT, pinned
-from logtool.spark.session import SparkUnavailable, interrupted, require, start, stop
+from logtool.spark.session import SparkUnavailable, require, start, stop, stop_if_interrupted
 
 
 def _conf(_ctx, _param, values: tuple[str, ...]) -> dict[str, str]:
@@ -125,8 +125,7 @@ def command(paths: tuple[Path, ...], output: str, master: str | None, deep: bool
     except SparkUnavailable as e:
         raise click.ClickException(str(e)) from None
     except (PySparkException, Py4JError) as e:
-        if interrupted():
-            raise KeyboardInterrupt from None
+        stop_if_interrupted()
         raise click.ClickException(f"the Spark job failed: {_one_line(e)}") from None
     finally:
         if started:

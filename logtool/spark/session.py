@@ -192,19 +192,16 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def stop_if_interrupted() -> None:
-    """Raise the KeyboardInterrupt of a Ctrl-C that was lost: PySpark catches BaseException around a JVM call it
-    makes while converting a JVM error to a Python one (CapturedException.__str__; the end of a Java
-    iterator, as in SparkContext.listFiles, is such an error), so a Ctrl-C landing there only left its mark
-    here, and the audit ran on to its end. Called between the audit's steps."""
+    """Raise KeyboardInterrupt if a Ctrl-C has reached the handler a session of this process installed, though
+    its own KeyboardInterrupt did not arrive as one:
+    - a Py4J call it interrupted fails with an error of its own ("Answer from Java side is empty"), which is
+      then the interruption, not a failed job;
+    - PySpark catches BaseException around a JVM call it makes while converting a JVM error to a Python one
+      (CapturedException.__str__; the end of a Java iterator, as in SparkContext.listFiles, is such an
+      error), so a Ctrl-C landing there only left its mark here, and the audit ran on to its end. The audit
+      calls this between its steps."""
     if _interrupted.is_set():
         raise KeyboardInterrupt
-
-
-def interrupted() -> bool:
-    """Whether a Ctrl-C has reached the handler a session of this process installed: a Py4J call it
-    interrupted fails with an error of its own ("Answer from Java side is empty"), which is then the
-    interruption, not a failed job."""
-    return _interrupted.is_set()
 
 
 def _launch_jvm(conf: "SparkConf") -> None:
